@@ -1,0 +1,218 @@
+/**
+ * The fixed per-route chain (one compiled function per route, steps only where the route declares them):
+ * HTTPS only -> removed -> plugin enabled -> gate -> query refused -> body (413) -> caller and level ->
+ * input validation -> handler (or operation) -> envelope.
+ */
+import type { Context } from 'koa';
+import type { ValidateFunction } from 'ajv';
+import type { Logger } from 'pino';
+import { koaBody } from 'koa-body';
+import { ApiError, Reply, envelope, toErrorData } from './errors.ts';
+import { declaredTooLarge, parseJsonBody, readRaw, tooLarge } from './body.ts';
+import { ANONYMOUS, type AuthService } from './auth.ts';
+import type { Caller, Handler, HandlerInput, RouteInfo, SseHandler } from './plugin-api.ts';
+import type { RouteSpec } from './manifest.ts';
+import type { Gates } from './gates.ts';
+import type { OperationsService } from './queue.ts';
+import { SseStream } from './sse.ts';
+import { createAjv, describeError } from './schema.ts';
+
+export interface ChainServices {
+  auth: AuthService;
+  gates: Gates;
+  queue: OperationsService;
+  log: Logger;
+  /** Whether a plugin is enabled right now (operators toggle it without a restart). */
+  pluginEnabled(id: string): boolean;
+}
+
+export interface BoundRoute {
+  spec: RouteSpec;
+  info: RouteInfo;
+  handler?: Handler;
+  validateParams?: ValidateFunction;
+  validateQuery?: ValidateFunction;
+  validateBody?: ValidateFunction;
+}
+
+const coercing = createAjv({ coerceTypes: true, useDefaults: true });
+const strict = createAjv({ useDefaults: true });
+const NOOP = () => {};
+const NEVER = new AbortController().signal;
+
+export function bindRoute(spec: RouteSpec, handler: Handler | undefined): BoundRoute {
+  const compile = (ajv: typeof strict, schema: object | undefined, what: string) => {
+    if (!schema) return undefined;
+    try {
+      return ajv.compile(schema);
+    } catch (e) {
+      throw new Error(`${spec.source}: ${what} schema of ${spec.id} does not compile: ${(e as Error).message}`);
+    }
+  };
+  return {
+    spec,
+    handler,
+    info: { id: spec.id, plugin: spec.plugin, method: spec.method, path: spec.path, level: spec.level, meta: spec.meta },
+    validateParams: compile(coercing, spec.params, 'params'),
+    validateQuery: typeof spec.query === 'object' ? compile(coercing, spec.query, 'query') : undefined,
+    validateBody: compile(strict, spec.body.schema, 'body'),
+  };
+}
+
+function send(ctx: Context, r: BoundRoute, status: number, payload: unknown) {
+  ctx.status = status;
+  if (payload instanceof Reply) {
+    ctx.status = payload.status;
+    ctx.set(payload.headers);
+    ctx.body = payload.body as any;
+    return;
+  }
+  if (r.spec.deprecated) ctx.set('Deprecation', 'true');
+  ctx.type = 'application/json';
+  ctx.body = JSON.stringify(payload);
+}
+
+function fail(ctx: Context, r: BoundRoute, err: unknown, log: Logger) {
+  const wire = err instanceof ApiError && err.wireStatus ? err.wireStatus : 200;
+  if (!(err instanceof ApiError)) log.error({ err, route: r.spec.id }, 'handler failed');
+  if (wire === 413) ctx.set('Connection', 'close');
+  const data = toErrorData(err);
+  send(ctx, r, wire, r.spec.envelope ? envelope.error(data) : { status: 'error', message: data.message });
+}
+
+const multipart = (limit: number) =>
+  koaBody({ multipart: true, urlencoded: false, json: false, text: false, formidable: { maxFileSize: limit, maxTotalFileSize: limit } });
+
+/** Build the Koa middleware that serves one bound route. */
+export function compileChain(r: BoundRoute, svc: ChainServices) {
+  const { spec } = r;
+  const parser = spec.body.parser;
+  const limit = spec.body.limit;
+  const multipartMw = parser === 'multipart' ? multipart(limit) : undefined;
+  const needsCaller = spec.level !== 'public';
+
+  return async function serve(ctx: Context): Promise<void> {
+    try {
+      if (spec.httpsOnly && !ctx.secure)
+        throw new ApiError(403, 'ForbiddenProtocol', 'HTTPS is required for this endpoint; plain HTTP is refused', 403);
+      if (spec.removed) throw new ApiError(410, 'Gone', `${spec.path} was removed in ${spec.removed} and is no longer served`);
+      if (!svc.pluginEnabled(spec.plugin))
+        throw new ApiError(503, 'PluginDisabled', `The ${spec.plugin} plugin is disabled on this node; its operator can enable it with corectl`);
+      if (spec.gate && !svc.gates.holds(spec.gate))
+        throw new ApiError(503, 'ServiceUnavailable', `Not available until the node holds the ${spec.gate}`, 503);
+      if (spec.query === false && ctx.querystring)
+        throw new ApiError(400, 'BadRequest', `${spec.path} takes no query parameters`, 400);
+
+      let body: unknown;
+      let rawBody: Buffer | undefined;
+      let files: Record<string, unknown> | undefined;
+      if (parser !== 'none') {
+        if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
+        if (multipartMw) {
+          try {
+            await multipartMw(ctx as any, async () => {});
+          } catch (e) {
+            throw /maxFileSize|maxTotalFileSize|exceeded/i.test(String((e as Error).message)) ? tooLarge(limit) : ApiError.badRequest('The multipart body could not be parsed');
+          }
+          body = (ctx.request as any).body ?? {};
+          files = (ctx.request as any).files;
+        } else {
+          rawBody = await readRaw(ctx.req, limit);
+          if (parser === 'raw-json') body = parseJsonBody(rawBody);
+          else if (parser === 'json') {
+            if (!ctx.is('json') && rawBody.length) throw ApiError.badRequest('This endpoint takes an application/json body');
+            body = parseJsonBody(rawBody);
+          } else if (parser === 'text') body = rawBody.toString('utf8');
+          else body = rawBody;
+        }
+      }
+
+      const params = { ...ctx.params };
+      const query: Record<string, any> = parseQuery(ctx.querystring);
+      let caller: Caller = ANONYMOUS;
+      const header = ctx.headers.legacyidauth;
+      if (header) caller = await svc.auth.resolve(header);
+      if (needsCaller) {
+        const app = appNameOf(spec.appParam, params, query, body);
+        if (!(await svc.auth.allows(spec.level, caller, app))) throw ApiError.unauthorized();
+      }
+
+      if (r.validateParams && !r.validateParams(params)) throw invalid('path', r.validateParams);
+      if (r.validateQuery && !r.validateQuery(query)) throw invalid('query', r.validateQuery);
+      if (r.validateBody && !r.validateBody(body)) throw invalid('body', r.validateBody);
+
+      const input: HandlerInput = {
+        params,
+        query,
+        body,
+        rawBody,
+        files,
+        headers: ctx.headers,
+        caller,
+        route: r.info,
+        ip: ctx.ip,
+        secure: ctx.secure,
+        signal: NEVER,
+        checkpoint: NOOP,
+      };
+
+      if (spec.operation) {
+        if (!caller.legacyid) throw ApiError.unauthorized();
+        const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => r.handler!({ ...input, signal: ctl.signal, checkpoint: ctl.checkpoint }));
+        ctx.set('Location', op.statusUrl);
+        ctx.set('Retry-After', '2');
+        send(ctx, r, 202, envelope.data({ jobId: op.jobId, statusUrl: op.statusUrl, status: op.status }));
+        return;
+      }
+
+      if (spec.method === 'SSE') {
+        const stream = new SseStream(ctx.res);
+        input.signal = abortOnClose(ctx);
+        try {
+          await (r.handler as unknown as SseHandler)(input, stream);
+        } catch (e) {
+          if (!stream.opened) throw e; // refused before streaming: an ordinary answer
+          svc.log.warn({ err: e, route: spec.id }, 'event stream ended with an error');
+        }
+        stream.open();
+        stream.close();
+        ctx.respond = false;
+        return;
+      }
+
+      input.signal = abortOnClose(ctx);
+      const out = await r.handler!(input);
+      send(ctx, r, 200, out instanceof Reply || !spec.envelope ? out : envelope.data(out ?? null));
+    } catch (err) {
+      fail(ctx, r, err, svc.log);
+    }
+  };
+}
+
+/** One string per key (the first when repeated); keys like `a[$ne]` stay plain strings, never objects. */
+function parseQuery(qs: string): Record<string, any> {
+  const out: Record<string, string> = {};
+  if (!qs) return out;
+  for (const [k, v] of new URLSearchParams(qs)) if (!(k in out)) out[k] = v;
+  return out;
+}
+
+function appNameOf(param: string, ...sources: any[]): string | undefined {
+  for (const s of sources) {
+    const v = s && typeof s === 'object' ? s[param] : undefined;
+    if (typeof v === 'string' && v) return v;
+  }
+  return undefined;
+}
+
+function invalid(where: string, v: ValidateFunction): ApiError {
+  return new ApiError(400, 'ValidationError', `Invalid ${where} input: ${describeError(where, v.errors![0]).text}`);
+}
+
+function abortOnClose(ctx: Context): AbortSignal {
+  const ac = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) ac.abort(new Error('client closed the connection'));
+  });
+  return ac.signal;
+}

@@ -1,0 +1,25 @@
+/** Shared start-up for the services: start, listen, reload on SIGHUP, stop cleanly on SIGINT/SIGTERM. */
+import type { Host } from '../host.ts';
+
+export async function run(host: Host, port: number, hostname: string, name: string): Promise<void> {
+  const t0 = performance.now();
+  await host.start();
+  const bound = await host.listen(port, hostname);
+  host.log.info({ port: bound, host: hostname, routes: host.routes.length, startMs: Math.round(performance.now() - t0) }, `${name} listening`);
+  process.on('SIGHUP', () => void host.reload());
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    host.log.info({ signal }, `${name} stopping`);
+    await host.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+export function fatal(err: unknown): never {
+  process.stderr.write(`corenode: ${(err as Error).message ?? err}\n`);
+  process.exit(1);
+}

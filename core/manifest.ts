@@ -1,0 +1,180 @@
+/**
+ * Route manifests: YAML files validated against manifests/manifest.schema.json and normalised into routes.
+ * Errors name `file:line:column` and the reason, so a vendor can fix a file before it ships.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML, { LineCounter, isNode } from 'yaml';
+import { createAjv, describeError } from './schema.ts';
+import { LEVELS, type Level } from './plugin-api.ts';
+
+const SCHEMA_FILE = new URL('../manifests/manifest.schema.json', import.meta.url);
+const validateManifest = createAjv({ allErrors: false }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
+
+export type Method = 'GET' | 'POST' | 'DELETE' | 'WS' | 'SSE';
+export type Parser = 'none' | 'raw' | 'raw-json' | 'json' | 'text' | 'multipart';
+
+export interface RouteSpec {
+  id: string;
+  plugin: string;
+  service: string;
+  method: Method;
+  /** Manifest path with the prefix, in the manifest's `/:x?` syntax. */
+  path: string;
+  /** Other full paths serving this route (aliases and alias prefixes). */
+  aliases: string[];
+  handler?: string;
+  level: Level;
+  summary?: string;
+  body: { parser: Parser; limit: number; schema?: object };
+  query: boolean | object;
+  params?: object;
+  statuses: number[];
+  removed: false | string;
+  httpsOnly: boolean;
+  gate?: string;
+  deprecated: boolean;
+  envelope: boolean;
+  operation: boolean;
+  appParam: string;
+  meta: Record<string, unknown>;
+  source: string;
+}
+
+export interface Manifest {
+  file: string;
+  plugin: string;
+  version: string;
+  service: string;
+  routes: RouteSpec[];
+}
+
+export class ManifestError extends Error {}
+
+const DEFAULT_LIMIT = 1024 * 1024;
+
+export function parseSize(v: number | string | undefined, fallback = DEFAULT_LIMIT): number {
+  if (v === undefined) return fallback;
+  if (typeof v === 'number') return v;
+  const m = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)$/i.exec(v)!;
+  const mult = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[m[2].toLowerCase() as 'b'];
+  return Math.floor(Number(m[1]) * mult);
+}
+
+/** Parse and validate one manifest's text; `file` is used in error messages. */
+export function parseManifest(text: string, file: string): Manifest {
+  const lc = new LineCounter();
+  const doc = YAML.parseDocument(text, { lineCounter: lc, prettyErrors: false });
+  const at = (offset: number | undefined) => {
+    if (offset === undefined) return `${file}:1:1`;
+    const { line, col } = lc.linePos(offset);
+    return `${file}:${line}:${col}`;
+  };
+  if (doc.errors.length) {
+    const e = doc.errors[0];
+    throw new ManifestError(`${at(e.pos[0])}: ${e.message.split('\n')[0]}`);
+  }
+  const raw = doc.toJS();
+  if (!validateManifest(raw)) {
+    const err = validateManifest.errors![0];
+    const { path: keyPath, text: reason } = describeError('', err);
+    // Point at the deepest node that exists on the error's path.
+    let node: unknown;
+    for (let n = keyPath.length; n >= 0 && !isNode(node); n--) node = doc.getIn(keyPath.slice(0, n).map(key), true);
+    const range = isNode(node) ? node.range : undefined;
+    throw new ManifestError(`${at(range?.[0])}: ${reason}`);
+  }
+  return normalise(raw, file, (routeIndex) => at((doc.getIn(['routes', routeIndex], true) as any)?.range?.[0]));
+}
+
+export function loadManifestFile(file: string): Manifest {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ManifestError(`${file}: cannot be read (${(e as Error).message})`);
+  }
+  return parseManifest(text, path.relative(process.cwd(), file) || file);
+}
+
+/** Every `*.yaml` manifest of a folder, in name order; the first bad file fails the whole set. */
+export function loadManifestDir(dir: string): Manifest[] {
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+    .sort();
+  return files.map((f) => loadManifestFile(path.join(dir, f)));
+}
+
+function key(k: string) {
+  return /^\d+$/.test(k) ? Number(k) : k;
+}
+
+function normalise(raw: any, file: string, where: (i: number) => string): Manifest {
+  const defaults = raw.defaults ?? {};
+  const shared = raw.schemas ?? {};
+  const prefix: string = raw.prefix ?? '';
+  const service: string = raw.service ?? 'node';
+  const ids = new Set<string>();
+  const routes: RouteSpec[] = raw.routes.map((r: any, i: number) => {
+    const src = where(i);
+    const o = { ...defaults, ...r };
+    if (!o.level) throw new ManifestError(`${src}: route ${r.id} states no level (and defaults give none)`);
+    if (!LEVELS.includes(o.level)) throw new ManifestError(`${src}: unknown level ${o.level}`);
+    if (!r.id.startsWith(`${raw.plugin}.`)) throw new ManifestError(`${src}: route id ${r.id} must start with '${raw.plugin}.'`);
+    if (ids.has(r.id)) throw new ManifestError(`${src}: route id ${r.id} is used twice`);
+    ids.add(r.id);
+    if (!o.removed && !o.handler) throw new ManifestError(`${src}: route ${r.id} names no handler`);
+    const method: Method = o.method ?? 'GET';
+    const body = { parser: 'none', ...defaults.body, ...r.body };
+    if (method !== 'POST' && body.parser !== 'none' && r.body) throw new ManifestError(`${src}: route ${r.id}: only POST routes take a body`);
+    const full = prefix + r.path;
+    const aliases = [...(r.aliases ?? []), ...(raw.aliasPrefixes ?? []).map((p: string) => p + r.path)];
+    return {
+      id: r.id,
+      plugin: raw.plugin,
+      service,
+      method,
+      path: full,
+      aliases,
+      handler: o.handler,
+      level: o.level,
+      summary: o.summary,
+      body: {
+        parser: method === 'POST' ? body.parser : 'none',
+        limit: parseSize(body.limit),
+        schema: body.schema ? inlineRefs(body.schema, shared, src) : undefined,
+      },
+      query: typeof o.query === 'object' ? inlineRefs(o.query, shared, src) : (o.query ?? true),
+      params: o.params ? inlineRefs(o.params, shared, src) : undefined,
+      statuses: o.statuses ?? [],
+      removed: o.removed ? (typeof o.removed === 'string' ? o.removed : 'a later version') : false,
+      httpsOnly: !!o.httpsOnly,
+      gate: o.gate,
+      deprecated: !!o.deprecated,
+      envelope: o.envelope ?? true,
+      operation: !!o.operation,
+      appParam: o.appParam ?? 'appname',
+      meta: r.x ?? {},
+      source: src,
+    } satisfies RouteSpec;
+  });
+  return { file, plugin: raw.plugin, version: raw.version, service, routes };
+}
+
+/** Replace `{$ref: '#/schemas/name'}` by the shared schema, so each route compiles on its own. */
+function inlineRefs(schema: any, shared: Record<string, object>, src: string): any {
+  if (Array.isArray(schema)) return schema.map((s) => inlineRefs(s, shared, src));
+  if (!schema || typeof schema !== 'object') return schema;
+  if (typeof schema.$ref === 'string' && schema.$ref.startsWith('#/schemas/')) {
+    const name = schema.$ref.slice('#/schemas/'.length);
+    if (!shared[name]) throw new ManifestError(`${src}: unknown shared schema ${schema.$ref}`);
+    return inlineRefs(shared[name], shared, src);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, inlineRefs(v, shared, src)]));
+}
+
+/** `/a/:x?/:y?` in the manifest becomes `/a{/:x}{/:y}` for @koa/router (path-to-regexp 8). */
+export function toRouterPath(p: string): string {
+  return p.replace(/\/:([A-Za-z][A-Za-z0-9_]*)\?/g, '{/:$1}');
+}

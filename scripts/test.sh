@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# `npm test`: install what the tests run against (idempotent), type-check, then run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup/ensure-litecoind.sh
+npx --no-install tsc --noEmit -p .
+exec npx --no-install mocha "$@"

@@ -1,0 +1,99 @@
+/** Start a real node host on an ephemeral port with a temp data dir, and talk to it over HTTP. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { resolveConfig, REPO_ROOT, type NodeConfig } from '../../core/config.ts';
+import { createNodeHost } from '../../core/node-host.ts';
+import type { Host } from '../../core/host.ts';
+import type { Clock } from '../../core/plugin-api.ts';
+
+export interface TestNode {
+  host: Host;
+  url: string;
+  dataDir: string;
+  config: NodeConfig;
+  get(path: string, headers?: Record<string, string>): Promise<Answer>;
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Answer>;
+  request(method: string, path: string, init?: RequestInit): Promise<Answer>;
+  close(opts?: { keepData?: boolean }): Promise<void>;
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  json: any;
+}
+
+export function tempDir(prefix = 'corenode-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A controllable clock for expiry tests. */
+export class TestClock implements Clock {
+  constructor(public t = Date.now()) {}
+  now() {
+    return this.t;
+  }
+  advance(ms: number) {
+    this.t += ms;
+  }
+}
+
+export interface StartOptions {
+  /** Config keys merged over the test defaults. */
+  config?: Record<string, unknown>;
+  dataDir?: string;
+  clock?: Clock;
+  /** Copy manifests into a temp folder (tests that change them). */
+  manifestsDir?: string;
+  watch?: boolean;
+}
+
+export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const config = resolveConfig(
+    {
+      api: { port: 0, host: '127.0.0.1' },
+      dataDir,
+      manifestsDir: opts.manifestsDir ?? path.join(REPO_ROOT, 'manifests'),
+      log: { level: process.env.TEST_LOG ?? 'silent' },
+      watch: opts.watch ?? false,
+      ...opts.config,
+    },
+    'test config',
+  );
+  const host = createNodeHost({ config, clock: opts.clock });
+  await host.start();
+  const port = await host.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${port}`;
+  const request = async (method: string, p: string, init: RequestInit = {}): Promise<Answer> => {
+    const res = await fetch(url + p, { ...init, method });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  };
+  return {
+    host,
+    url,
+    dataDir,
+    config,
+    request,
+    get: (p, headers) => request('GET', p, { headers }),
+    post: (p, body, headers) =>
+      request('POST', p, {
+        body: typeof body === 'string' || body instanceof Uint8Array ? (body as any) : JSON.stringify(body),
+        headers: { 'content-type': 'text/plain', ...headers },
+      }),
+    async close(o = {}) {
+      await host.close();
+      if (!o.keepData && !opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
