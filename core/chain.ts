@@ -73,10 +73,16 @@ function send(ctx: Context, r: BoundRoute, status: number, payload: unknown) {
 }
 
 function fail(ctx: Context, r: BoundRoute, err: unknown, log: Logger) {
-  const wire = err instanceof ApiError && err.wireStatus ? err.wireStatus : 200;
   if (!(err instanceof ApiError)) log.error({ err, route: r.spec.id }, 'handler failed');
-  if (wire === 413) ctx.set('Connection', 'close');
   const data = toErrorData(err);
+  // The node API answers handled errors at 200 in the envelope; plain-HTTP services (envelope: false)
+  // answer with the status itself: the error's wire status, else 400 for a typed error, 500 otherwise.
+  const wire =
+    err instanceof ApiError && err.wireStatus ? err.wireStatus
+    : r.spec.envelope ? 200
+    : err instanceof ApiError ? (typeof err.code === 'number' && err.code >= 400 && err.code < 600 ? err.code : 400)
+    : 500;
+  if (wire === 413) ctx.set('Connection', 'close');
   send(ctx, r, wire, r.spec.envelope ? envelope.error(data) : { status: 'error', message: data.message });
 }
 

@@ -17,6 +17,7 @@ import type { NodeConfig } from './config.ts';
 import type { SseStream } from './sse.ts';
 
 export { ApiError, Reply, reply } from './errors.ts';
+export { VERSION } from './version.ts';
 export type { Datastore, OperationsService, EventBus, HealthRegistry, Gates, AuthService, NodeConfig, SseStream };
 export { createRpcClient, RpcError, type RpcClient, type RpcClientOptions } from './rpc.ts';
 export type { WebSocket };

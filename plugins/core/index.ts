@@ -3,8 +3,7 @@
  * fitness-check framework behind `/core/health` (which gates `GET /id/loginphrase`).
  */
 import os from 'node:os';
-import { ApiError, definePlugin, sse } from '../../core/plugin-api.ts';
-import { VERSION } from '../../core/version.ts';
+import { ApiError, VERSION, definePlugin, sse } from '../../core/plugin-api.ts';
 
 interface CoreConfig {
   routerIp: string;
