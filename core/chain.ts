@@ -24,6 +24,8 @@ export interface ChainServices {
   log: Logger;
   /** Whether a plugin is enabled right now (operators toggle it without a restart). */
   pluginEnabled(id: string): boolean;
+  /** Called just before a handler runs (tests prove a refused caller never reaches one). */
+  onHandler?: (routeId: string, caller: Caller) => void;
 }
 
 export interface BoundRoute {
@@ -162,6 +164,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
         checkpoint: NOOP,
       };
 
+      svc.onHandler?.(spec.id, caller);
       if (spec.operation) {
         if (!caller.legacyid) throw ApiError.unauthorized();
         const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => r.handler!({ ...input, signal: ctl.signal, checkpoint: ctl.checkpoint }));

@@ -37,6 +37,8 @@ export interface HostOptions {
   builtins?: PluginDefinition[];
   /** Keep every collection in memory (no files). */
   inMemory?: boolean;
+  /** Called just before any handler runs (tests). */
+  onHandler?: (routeId: string, caller: import('./plugin-api.ts').Caller) => void;
 }
 
 interface LoadedPlugin {
@@ -92,6 +94,7 @@ export class Host {
       queue: this.queue,
       log: this.log,
       pluginEnabled: (id) => this.plugins.get(id)?.instance !== undefined && this.pluginState.enabled(id),
+      onHandler: opts.onHandler,
     };
     for (const def of opts.builtins ?? []) this.plugins.set(def.id, { def });
     this.app.use(cors());

@@ -49,6 +49,8 @@ export interface StartOptions {
   /** Copy manifests into a temp folder (tests that change them). */
   manifestsDir?: string;
   watch?: boolean;
+  /** Called just before any handler runs. */
+  onHandler?: (routeId: string, caller: import('../../core/plugin-api.ts').Caller) => void;
 }
 
 export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
@@ -64,7 +66,7 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
     },
     'test config',
   );
-  const host = createNodeHost({ config, clock: opts.clock });
+  const host = createNodeHost({ config, clock: opts.clock, onHandler: opts.onHandler });
   await host.start();
   const port = await host.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
