@@ -22,8 +22,8 @@ export interface ChainServices {
   gates: Gates;
   queue: OperationsService;
   log: Logger;
-  /** Whether a plugin is enabled right now (operators toggle it without a restart). */
-  pluginEnabled(id: string): boolean;
+  /** Null while a plugin serves; else the message its routes answer (operators toggle it without a restart). */
+  pluginRefusal(id: string): string | null;
   /** Called just before a handler runs (tests prove a refused caller never reaches one). */
   onHandler?: (routeId: string, caller: Caller) => void;
 }
@@ -104,8 +104,8 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
       if (spec.httpsOnly && !ctx.secure)
         throw new ApiError(403, 'ForbiddenProtocol', 'HTTPS is required for this endpoint; plain HTTP is refused', 403);
       if (spec.removed) throw new ApiError(410, 'Gone', `${spec.path} was removed in ${spec.removed} and is no longer served`);
-      if (!svc.pluginEnabled(spec.plugin))
-        throw new ApiError(503, 'PluginDisabled', `The ${spec.plugin} plugin is disabled on this node; its operator can enable it with corectl`);
+      const refusal = svc.pluginRefusal(spec.plugin);
+      if (refusal) throw new ApiError(503, 'PluginDisabled', refusal);
       if (spec.gate && !svc.gates.holds(spec.gate))
         throw new ApiError(503, 'ServiceUnavailable', `Not available until the node holds the ${spec.gate}`, 503);
       if (spec.query === false && ctx.querystring)

@@ -1,7 +1,17 @@
 /** Typed errors and explicit replies: how a handler says anything other than "here is the data". */
 
+// Brands make `instanceof` hold across copies of this module (a test runner that loads core/ through
+// require() while the host imports plugins through import() has two), so a plugin's typed error is never
+// mistaken for a crash.
+const API_ERROR = Symbol.for('corenode.ApiError');
+const REPLY = Symbol.for('corenode.Reply');
+
 /** An error answered in the envelope: `{status:'error', data:{code, name, message}}` at HTTP 200. */
 export class ApiError extends Error {
+  static override [Symbol.hasInstance](v: unknown): boolean {
+    return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[API_ERROR] === true;
+  }
+  readonly [API_ERROR] = true;
   readonly code: number | string;
   override readonly name: string;
   /** Set for refusals that speak HTTP (the spec's wire statuses): 400, 403, 404, 413, 503. */
@@ -27,6 +37,10 @@ export class ApiError extends Error {
 
 /** A reply that bypasses the envelope: a status, a body (object, string, Buffer or stream) and headers. */
 export class Reply {
+  static [Symbol.hasInstance](v: unknown): boolean {
+    return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[REPLY] === true;
+  }
+  readonly [REPLY] = true;
   constructor(
     readonly status: number,
     readonly body: unknown,

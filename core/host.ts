@@ -7,25 +7,27 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { pathToFileURL } from 'node:url';
 import Koa from 'koa';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { AuthService, ANONYMOUS } from './auth.ts';
+import { AuthService } from './auth.ts';
 import { bindRoute, type BoundRoute, type ChainServices } from './chain.ts';
 import type { NodeConfig } from './config.ts';
 import { cors } from './cors.ts';
-import { ApiError, envelope, toErrorData } from './errors.ts';
+import { envelope } from './errors.ts';
 import { EventBus } from './events.ts';
 import { Gates } from './gates.ts';
 import { HealthRegistry } from './health.ts';
 import { loadManifestDir, type Manifest } from './manifest.ts';
-import type { Clock, Handler, HandlerInput, PluginContext, PluginDefinition, PluginInstance, ServiceRegistry, WsHandler } from './plugin-api.ts';
+import type { Caller, Clock, Handler, PluginContext, PluginDefinition, ServiceRegistry } from './plugin-api.ts';
+import { PluginSet } from './plugins.ts';
 import { PluginState } from './plugin-state.ts';
 import { createAjv, describeError } from './schema.ts';
 import { OperationsService } from './queue.ts';
 import { Stores } from './store.ts';
-import { buildTable, type RouteTable } from './table.ts';
+import { buildTable, drained, type RouteTable } from './table.ts';
+import { ManifestWatcher } from './watch.ts';
+import { handleUpgrade } from './ws-upgrade.ts';
 
 export interface HostOptions {
   config: NodeConfig;
@@ -38,12 +40,9 @@ export interface HostOptions {
   /** Keep every collection in memory (no files). */
   inMemory?: boolean;
   /** Called just before any handler runs (tests). */
-  onHandler?: (routeId: string, caller: import('./plugin-api.ts').Caller) => void;
-}
-
-interface LoadedPlugin {
-  def: PluginDefinition;
-  instance?: PluginInstance;
+  onHandler?: (routeId: string, caller: Caller) => void;
+  /** How long a reload waits for requests on the replaced routes before disposing retired plugins. */
+  drainMs?: number;
 }
 
 export type ReloadResult = { ok: true; routes: number; added: string[]; removed: string[] } | { ok: false; error: string };
@@ -65,10 +64,9 @@ export class Host {
 
   private table: RouteTable | null = null;
   private ready = false;
-  private readonly plugins = new Map<string, LoadedPlugin>();
-  private readonly provided = new Map<string, unknown>();
+  readonly plugins: PluginSet;
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
-  private watcher?: fs.FSWatcher;
+  private watcher?: ManifestWatcher;
   private reloadTimer?: NodeJS.Timeout;
   private reloading: Promise<ReloadResult> | null = null;
   private readonly chainServices: ChainServices;
@@ -88,15 +86,22 @@ export class Host {
       retentionMs: this.config.queue.retentionSeconds * 1000,
     });
     this.pluginState = new PluginState(opts.inMemory ? null : path.join(this.config.dataDir, 'plugins.json'), this.config.plugins);
+    const builtins = opts.builtins ?? [];
+    this.plugins = new PluginSet(builtins, {
+      pluginsDir: this.config.pluginsDir,
+      state: this.pluginState,
+      log: this.log,
+      context: (def, services) => this.contextFor(def, services),
+      alwaysOn: builtins.map((b) => b.id),
+    });
     this.chainServices = {
       auth: this.auth,
       gates: this.gates,
       queue: this.queue,
       log: this.log,
-      pluginEnabled: (id) => this.plugins.get(id)?.instance !== undefined && this.pluginState.enabled(id),
+      pluginRefusal: (id) => this.plugins.refusal(id),
       onHandler: opts.onHandler,
     };
-    for (const def of opts.builtins ?? []) this.plugins.set(def.id, { def });
     this.app.use(cors());
     this.app.use(async (ctx, next) => {
       if (!this.ready) {
@@ -105,9 +110,15 @@ export class Host {
         ctx.body = envelope.error({ code: 503, name: 'Booting', message: 'The node has not finished booting; try again shortly' });
         return;
       }
-      // Snapshot: the request finishes on the table it started with, even if a reload swaps it meanwhile.
+      // Snapshot: the request finishes on the table it started with, even if a reload swaps it meanwhile;
+      // the table counts it, so plugins the swap retires are disposed only after it is answered.
       const table = this.table!;
-      return table.middleware(ctx, next);
+      table.active++;
+      try {
+        await table.middleware(ctx, next);
+      } finally {
+        if (--table.active === 0) table.onIdle?.();
+      }
     });
     this.app.use(async (ctx) => {
       ctx.status = 404;
@@ -121,6 +132,11 @@ export class Host {
     return this.table?.routes ?? [];
   }
 
+  /** The services plugins provide each other (tests, diagnostics). */
+  get provided(): ReadonlyMap<string, unknown> {
+    return this.plugins.services();
+  }
+
   get manifests(): Manifest[] {
     return this.table?.manifests ?? [];
   }
@@ -128,10 +144,19 @@ export class Host {
   /** Load manifests and plugins; throws on any error (a node does not start on a bad set). */
   async start(): Promise<void> {
     await this.queue.init();
-    const res = await this.reload({ strict: true });
-    if (!res.ok) throw new Error(res.error);
-    this.ready = true;
+    // The watchers take their fingerprint before the first load: a change during start-up is not lost,
+    // and the start-up itself triggers no second load.
     if (this.config.watch && !this.opts.inMemory) this.watch();
+    const res = await this.reload({ strict: true });
+    if (!res.ok) {
+      this.unwatch();
+      throw new Error(res.error);
+    }
+    this.ready = true;
+  }
+
+  get isReady(): boolean {
+    return this.ready;
   }
 
   async listen(port = this.config.api.port, host = this.config.api.host): Promise<number> {
@@ -141,7 +166,14 @@ export class Host {
       ? https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, handler)
       : http.createServer(handler);
     this.server.keepAliveTimeout = 65_000;
-    this.server.on('upgrade', (req, socket, head) => void this.upgrade(req, socket as any, head));
+    this.server.on('upgrade', (req, socket, head) =>
+      void handleUpgrade(
+        { table: () => this.table, ready: () => this.ready, svc: this.chainServices, auth: this.auth, wss: this.wss, log: this.log },
+        req,
+        socket as import('node:net').Socket,
+        head,
+      ),
+    );
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(port, host, () => resolve());
@@ -154,48 +186,60 @@ export class Host {
    * they were and is returned (and logged). Calls are serialised.
    */
   reload(opts: { strict?: boolean } = {}): Promise<ReloadResult> {
-    const run = async (): Promise<ReloadResult> => {
-      try {
-        const before = new Set(this.routes.map((r) => r.spec.id));
-        const manifests = loadManifestDir(this.config.manifestsDir).filter((m) => m.service === this.service);
-        const table = await this.bind(manifests, opts.strict ?? false);
-        this.table = table;
-        const after = new Set(table.routes.map((r) => r.spec.id));
-        const added = [...after].filter((id) => !before.has(id));
-        const removed = [...before].filter((id) => !after.has(id));
-        this.log.info({ routes: after.size, added: added.length, removed: removed.length }, 'route table loaded');
-        this.events.emit('host:routes', { routes: after.size, added, removed });
-        return { ok: true, routes: after.size, added, removed };
-      } catch (e) {
-        const error = (e as Error).message;
-        this.log.error({ error }, 'manifests not loaded; the running routes are unchanged');
-        return { ok: false, error };
-      }
-    };
+    const run = () => this.load(opts.strict ?? false);
     const next = (this.reloading ?? Promise.resolve()).then(run, run);
     this.reloading = next;
     return next;
   }
 
+  private async load(strict: boolean): Promise<ReloadResult> {
+    let created: string[] = [];
+    let table: RouteTable;
+    const old = this.table;
+    try {
+      const manifests = loadManifestDir(this.config.manifestsDir).filter((m) => m.service === this.service);
+      const referenced = new Set<string>();
+      for (const m of manifests) {
+        const other = manifests.find((o) => o.plugin === m.plugin && o !== m);
+        if (other) throw new Error(`${m.source}: plugin ${m.plugin} already has a manifest (${other.file})`);
+        referenced.add(m.plugin);
+      }
+      await this.plugins.importFor(manifests);
+      created = await this.plugins.setUp(referenced);
+      table = this.bind(manifests, strict);
+    } catch (e) {
+      await this.plugins.dispose(created);
+      const error = (e as Error).message;
+      this.log.error({ error }, 'manifests not loaded; the running routes are unchanged');
+      return { ok: false, error };
+    }
+    const retired = this.plugins.retire(new Set(table.manifests.map((m) => m.plugin)));
+    this.table = table;
+    const before = new Set((old?.routes ?? []).map((r) => r.spec.id));
+    const after = new Set(table.routes.map((r) => r.spec.id));
+    const added = [...after].filter((id) => !before.has(id));
+    const removed = [...before].filter((id) => !after.has(id));
+    this.log.info({ routes: after.size, added: added.length, removed: removed.length }, 'route table loaded');
+    this.events.emit('host:routes', { routes: after.size, added, removed });
+    if (retired.length) {
+      if (old) await drained(old, this.opts.drainMs ?? 2000);
+      await this.plugins.disposeRetired(retired);
+    }
+    return { ok: true, routes: after.size, added, removed };
+  }
+
   /** Enable or disable a plugin at once (disabled: routes answer a clear error, setup disposed). */
   async setPluginEnabled(id: string, enabled: boolean): Promise<ReloadResult> {
+    if ((this.opts.builtins ?? []).some((b) => b.id === id)) return { ok: false, error: `the ${id} plugin is part of the host and cannot be disabled` };
     this.pluginState.set(id, enabled);
     return this.reload();
   }
 
-  private async bind(manifests: Manifest[], strict: boolean): Promise<RouteTable> {
-    const seenPlugins = new Map<string, string>();
-    for (const m of manifests) {
-      const other = seenPlugins.get(m.plugin);
-      if (other) throw new Error(`${m.file}: plugin ${m.plugin} already has a manifest (${other})`);
-      seenPlugins.set(m.plugin, m.file);
-    }
-    for (const m of manifests) if (!this.plugins.has(m.plugin)) this.plugins.set(m.plugin, { def: await this.importPlugin(m) });
-    await this.syncInstances(new Set(seenPlugins.keys()));
-
+  /** Bind every route to its plugin's handler and build the table; throws on any inconsistency. */
+  private bind(manifests: Manifest[], strict: boolean): RouteTable {
     const bound: BoundRoute[] = [];
     for (const m of manifests) {
-      const instance = this.plugins.get(m.plugin)!.instance;
+      const instance = this.plugins.instance(m.plugin);
       const used = new Set<string>();
       for (const spec of m.routes) {
         let handler: Handler | undefined;
@@ -208,7 +252,7 @@ export class Host {
       }
       const unused = instance ? Object.keys(instance.handlers).filter((h) => !used.has(h)) : [];
       if (unused.length) {
-        const msg = `${m.file}: plugin ${m.plugin} exports handler(s) no route uses: ${unused.join(', ')}`;
+        const msg = `${m.source}: plugin ${m.plugin} exports handler(s) no route uses: ${unused.join(', ')}`;
         // At start this is an error; a vendor's later manifest may delete a route, which leaves its handler idle.
         if (strict) throw new Error(msg);
         this.log.warn(msg);
@@ -217,52 +261,7 @@ export class Host {
     return buildTable(manifests, bound, this.chainServices);
   }
 
-  private async importPlugin(m: Manifest): Promise<PluginDefinition> {
-    const file = path.join(this.config.pluginsDir, m.plugin, 'index.ts');
-    if (!fs.existsSync(file)) throw new Error(`${m.file}: no plugin ${m.plugin} (expected ${file})`);
-    const mod = await import(pathToFileURL(file).href);
-    const def = mod.default as PluginDefinition;
-    if (!def || typeof def.setup !== 'function' || def.id !== m.plugin)
-      throw new Error(`${file}: the default export must be definePlugin({ id: '${m.plugin}', ... })`);
-    return def;
-  }
-
-  /** Set up enabled plugins (in the order their required services allow) and dispose disabled ones. */
-  private async syncInstances(referenced: Set<string>): Promise<void> {
-    for (const [id, p] of this.plugins) {
-      if (p.instance && (!this.pluginState.enabled(id) || !referenced.has(id))) {
-        const inst = p.instance;
-        p.instance = undefined;
-        await inst.dispose?.();
-        this.log.info({ plugin: id }, 'plugin disposed');
-      }
-    }
-    let pending = [...referenced].filter((id) => this.pluginState.enabled(id) && !this.plugins.get(id)!.instance);
-    while (pending.length) {
-      const ready = pending.filter((id) => (this.plugins.get(id)!.def.requires ?? []).every((s) => this.provided.has(s)));
-      if (!ready.length) {
-        const id = pending[0];
-        const missing = (this.plugins.get(id)!.def.requires ?? []).filter((s) => !this.provided.has(s));
-        throw new Error(`plugin ${id} requires service(s) ${missing.join(', ')}, which no enabled plugin provides`);
-      }
-      for (const id of ready) {
-        const p = this.plugins.get(id)!;
-        p.instance = await p.def.setup(this.contextFor(p.def));
-        this.log.info({ plugin: id, version: p.def.version }, 'plugin set up');
-      }
-      pending = pending.filter((id) => !ready.includes(id));
-    }
-  }
-
-  private contextFor(def: PluginDefinition): PluginContext {
-    const services: ServiceRegistry = {
-      provide: (name, impl) => void this.provided.set(name, impl),
-      get: <T>(name: string) => {
-        if (!this.provided.has(name)) throw new Error(`service ${name} is not provided`);
-        return this.provided.get(name) as T;
-      },
-      has: (name) => this.provided.has(name),
-    };
+  private contextFor(def: PluginDefinition, services: ServiceRegistry): PluginContext {
     return {
       id: def.id,
       config: validatePluginConfig(def, this.config),
@@ -279,66 +278,26 @@ export class Host {
     };
   }
 
-  private async upgrade(req: http.IncomingMessage, socket: import('node:net').Socket, head: Buffer): Promise<void> {
-    const refuse = (status: number, text: string) => {
-      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-    };
-    try {
-      const url = new URL(req.url ?? '/', 'http://node');
-      const table = this.table;
-      const hit = table?.ws.map((w) => ({ w, m: w.match(url.pathname) })).find((x) => x.m);
-      if (!this.ready || !hit || !hit.m) return refuse(404, 'Not Found');
-      const r = hit.w.route;
-      if (!this.chainServices.pluginEnabled(r.spec.plugin)) return refuse(503, 'Service Unavailable');
-      const caller = req.headers.legacyidauth ? await this.auth.resolve(req.headers.legacyidauth) : ANONYMOUS;
-      if (!(await this.auth.allows(r.spec.level, caller))) return refuse(401, 'Unauthorized');
-      const params = hit.m.params as Record<string, string>;
-      if (r.validateParams && !r.validateParams(params)) return refuse(400, 'Bad Request');
-      const input: HandlerInput = {
-        params,
-        query: Object.fromEntries(url.searchParams),
-        body: undefined,
-        headers: req.headers,
-        caller,
-        route: r.info,
-        ip: req.socket.remoteAddress ?? '',
-        secure: (req.socket as any).encrypted === true,
-        signal: new AbortController().signal,
-        checkpoint: () => {},
-      };
-      this.wss.handleUpgrade(req, socket, head, (ws) => {
-        Promise.resolve()
-          .then(() => (r.handler as unknown as WsHandler)(input, ws))
-          .catch((err) => {
-            this.log.error({ err, route: r.spec.id }, 'websocket handler failed');
-            ws.send(JSON.stringify(envelope.error(toErrorData(err instanceof ApiError ? err : err))));
-            ws.close(1011);
-          });
-      });
-    } catch (err) {
-      this.log.error({ err }, 'websocket upgrade failed');
-      refuse(400, 'Bad Request');
-    }
-  }
-
   private watch(): void {
     const schedule = () => {
       clearTimeout(this.reloadTimer);
-      this.reloadTimer = setTimeout(() => void this.reload(), 150);
+      this.reloadTimer = setTimeout(() => void this.reload(), 50);
+      this.reloadTimer.unref();
     };
-    try {
-      this.watcher = fs.watch(this.config.manifestsDir, schedule);
-    } catch (e) {
-      this.log.warn({ err: e }, 'cannot watch the manifests folder; reload with SIGHUP or corectl');
-    }
+    this.watcher = new ManifestWatcher(this.config.manifestsDir, schedule, this.log);
+    this.watcher.start();
     this.pluginState.watch(schedule);
+  }
+
+  private unwatch(): void {
+    this.watcher?.close();
+    this.pluginState.unwatch();
+    clearTimeout(this.reloadTimer);
   }
 
   async close(): Promise<void> {
     this.ready = false;
-    this.watcher?.close();
-    this.pluginState.unwatch();
-    clearTimeout(this.reloadTimer);
+    this.unwatch();
     for (const ws of this.wss.clients) ws.terminate();
     if (this.server) {
       const server = this.server;
@@ -348,11 +307,8 @@ export class Host {
       });
     }
     await this.queue.evictAll();
-    for (const [, p] of this.plugins) {
-      const inst = p.instance;
-      p.instance = undefined;
-      await inst?.dispose?.();
-    }
+    await this.reloading?.catch(() => undefined);
+    await this.plugins.disposeAll();
     await this.stores.close();
   }
 }

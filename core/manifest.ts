@@ -43,6 +43,8 @@ export interface RouteSpec {
 
 export interface Manifest {
   file: string;
+  /** `file:line:column` of the manifest's `plugin:` value, for errors about the whole file. */
+  source: string;
   plugin: string;
   version: string;
   service: string;
@@ -84,7 +86,8 @@ export function parseManifest(text: string, file: string): Manifest {
     const range = isNode(node) ? node.range : undefined;
     throw new ManifestError(`${at(range?.[0])}: ${reason}`);
   }
-  return normalise(raw, file, (routeIndex) => at((doc.getIn(['routes', routeIndex], true) as any)?.range?.[0]));
+  const source = at((doc.get('plugin', true) as any)?.range?.[0]);
+  return normalise(raw, file, source, (routeIndex) => at((doc.getIn(['routes', routeIndex], true) as any)?.range?.[0]));
 }
 
 export function loadManifestFile(file: string): Manifest {
@@ -110,7 +113,7 @@ function key(k: string) {
   return /^\d+$/.test(k) ? Number(k) : k;
 }
 
-function normalise(raw: any, file: string, where: (i: number) => string): Manifest {
+function normalise(raw: any, file: string, source: string, where: (i: number) => string): Manifest {
   const defaults = raw.defaults ?? {};
   const shared = raw.schemas ?? {};
   const prefix: string = raw.prefix ?? '';
@@ -159,7 +162,7 @@ function normalise(raw: any, file: string, where: (i: number) => string): Manife
       source: src,
     } satisfies RouteSpec;
   });
-  return { file, plugin: raw.plugin, version: raw.version, service, routes };
+  return { file, source, plugin: raw.plugin, version: raw.version, service, routes };
 }
 
 /** Replace `{$ref: '#/schemas/name'}` by the shared schema, so each route compiles on its own. */

@@ -19,6 +19,24 @@ export interface RouteTable {
   middleware: Middleware;
   ws: WsRoute[];
   builtAt: number;
+  /** Requests being served on this table; a replaced table's plugins are disposed once it drains. */
+  active: number;
+  onIdle?: () => void;
+}
+
+/** Resolves when no request is being served on `table`, or after `maxMs` (event streams may never end). */
+export function drained(table: RouteTable, maxMs: number): Promise<void> {
+  if (table.active === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, maxMs);
+    timer.unref();
+    function done() {
+      clearTimeout(timer);
+      table.onIdle = undefined;
+      resolve();
+    }
+    table.onIdle = done;
+  });
 }
 
 export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: ChainServices): RouteTable {
@@ -36,5 +54,5 @@ export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: Cha
       else router.register(toRouterPath(p), [verb], compileChain(r, svc) as any);
     }
   }
-  return { manifests, routes, middleware: router.routes() as unknown as Middleware, ws, builtAt: Date.now() };
+  return { manifests, routes, middleware: router.routes() as unknown as Middleware, ws, builtAt: Date.now(), active: 0 };
 }

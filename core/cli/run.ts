@@ -3,8 +3,9 @@ import type { Host } from '../host.ts';
 
 export async function run(host: Host, port: number, hostname: string, name: string): Promise<void> {
   const t0 = performance.now();
-  await host.start();
+  // Listen first: while plugins set up, callers get 503 Booting (spec) rather than a refused connection.
   const bound = await host.listen(port, hostname);
+  await host.start();
   host.log.info({ port: bound, host: hostname, routes: host.routes.length, startMs: Math.round(performance.now() - t0) }, `${name} listening`);
   process.on('SIGHUP', () => void host.reload());
   let stopping = false;
