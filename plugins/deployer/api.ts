@@ -1,0 +1,194 @@
+/**
+ * The four routes (spec: Endpoints). Answers are plain JSON in the spec's shapes (the manifest turns the
+ * envelope off): webhook acknowledgement / `{status:'error', message}`, status, health, build logs, and
+ * `{error, message[, hint]}` for the API key and unknown logs.
+ */
+import crypto from 'node:crypto';
+import type { Logger } from 'pino';
+import { reply, type Clock, type HandlerInput } from '../../core/plugin-api.ts';
+import type { DeployerConfig } from './config.ts';
+import type { Engine } from './engine.ts';
+import { findDeployment, logLines, readLog, renderText } from './logs.ts';
+import { probe } from './probe.ts';
+import { InvalidPayload, deliveryIdOf, interpret, parsePayload, providerFromHeaders, providerFromShape } from './providers.ts';
+import type { DeployQueue } from './queue.ts';
+import type { RateLimiter } from './ratelimit.ts';
+import { verify } from './signature.ts';
+import type { StateStore } from './state.ts';
+import type { Supervisor } from './supervisor.ts';
+
+interface Parts {
+  cfg: DeployerConfig;
+  log: Logger;
+  clock: Clock;
+  store: StateStore;
+  engine: Engine;
+  queue: DeployQueue;
+  supervisor: Supervisor;
+  limiter: RateLimiter;
+}
+
+const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+const short = (c: string | null | undefined) => (c ? c.slice(0, 7) : null);
+const digest = (s: string) => crypto.createHash('sha256').update(s).digest();
+
+const error = (status: number, message: string, headers?: Record<string, string>) => reply(status, { status: 'error', message }, headers);
+const ack = (message: string, delivery_id: string) => reply(200, { status: 'success', message, delivery_id });
+
+export function handlers(p: Parts) {
+  const { cfg, log, store, engine, queue, supervisor } = p;
+
+  /** `Authorization: Bearer <key>` or `Token <key>` (or the X-API-Key the reference's client sends). */
+  const keyRefused = (h: HandlerInput['headers']) => {
+    if (!cfg.apiKey) return null;
+    const m = /^(?:Bearer|Token)\s+(.+)$/i.exec(first(h.authorization) ?? '');
+    const given = m?.[1].trim() ?? first(h['x-api-key']);
+    if (given !== undefined && crypto.timingSafeEqual(digest(given), digest(cfg.apiKey))) return null;
+    return reply(401, { error: 'Unauthorized', message: 'Valid API key required' });
+  };
+
+  const queueView = () => ({
+    pending: queue.pending
+      ? { commit: short(queue.pending.commit), commit_full: queue.pending.commit, ...(queue.pending.tag ? { tag: queue.pending.tag } : {}), delivery_id: queue.pending.deliveryId, received_at: new Date(queue.pending.receivedAt).toISOString() }
+      : null,
+    debouncing: queue.debouncing,
+  });
+
+  return {
+    async webhook({ ip, headers, rawBody }: HandlerInput) {
+      const wait = p.limiter.take(ip);
+      if (wait) {
+        log.warn({ ip }, 'webhook rate limit exceeded');
+        return error(429, `Too Many Requests: over ${cfg.rateLimitPerMinute} webhook requests a minute from this address; retry in ${wait} s`, { 'Retry-After': String(wait) });
+      }
+      const raw = rawBody ?? Buffer.alloc(0);
+      const named = providerFromHeaders(headers);
+      const hostDelivery = deliveryIdOf(headers);
+      log.info({ ip, provider: named?.provider, event: named?.event, delivery: hostDelivery, bytes: raw.length }, 'Webhook received');
+
+      if (cfg.signatureVerify) {
+        const v = verify(cfg.webhookSecret, named?.provider ?? null, headers, raw);
+        if (!v.ok) {
+          log.warn({ ip, reason: v.reason }, 'Webhook signature verification failed');
+          return error(401, `Webhook signature verification failed: ${v.reason}`);
+        }
+      }
+
+      let body: Record<string, any>;
+      try {
+        body = parsePayload(raw, first(headers['content-type']));
+      } catch (e) {
+        if (e instanceof InvalidPayload) return error(400, `Invalid payload: ${e.message}`);
+        throw e;
+      }
+      const who = named ?? providerFromShape(body);
+      if (!who) return error(400, 'Invalid payload: not a push, release or ping of a known git host (no ref, object_kind or push.changes)');
+      let decision;
+      try {
+        decision = interpret(who.provider, who.event, body, cfg.branch);
+      } catch (e) {
+        if (e instanceof InvalidPayload) return error(400, `Invalid payload: ${e.message}`);
+        throw e;
+      }
+
+      const deliveryId = hostDelivery ?? crypto.randomUUID();
+      if (hostDelivery) {
+        // The last 1000 delivery ids are remembered (across restarts): a redelivery is acknowledged only.
+        if (store.state.deliveries.includes(hostDelivery)) return ack(`Delivery ${hostDelivery} was already received; it is not deployed again`, hostDelivery);
+        store.state.deliveries.push(hostDelivery);
+      }
+      if (decision.action === 'ignore') {
+        log.info({ delivery: deliveryId, reason: decision.reason }, 'webhook ignored');
+        await store.save();
+        return ack(`Ignored: ${decision.reason}`, deliveryId);
+      }
+      queue.submit({
+        commit: decision.commit,
+        tag: decision.tag,
+        message: decision.message,
+        pusher: decision.pusher,
+        forceInstall: decision.forceInstall,
+        provider: who.provider,
+        deliveryId,
+        receivedAt: p.clock.now(),
+      });
+      log.info({ delivery: deliveryId, commit: decision.commit, tag: decision.tag }, 'deployment queued');
+      await store.save();
+      return ack('Deployment queued', deliveryId);
+    },
+
+    status({ headers }: HandlerInput) {
+      const refused = keyRefused(headers);
+      if (refused) return refused;
+      const s = store.state;
+      const a = engine.active;
+      if (a) {
+        const elapsed = Math.max(0, (p.clock.now() - a.startedAt) / 1000);
+        const timeout = cfg.deploymentTimeoutSeconds;
+        return reply(200, {
+          status: 'deploying',
+          stage: a.stage,
+          commit: short(a.commit),
+          commit_full: a.commit,
+          rollback_commit: short(a.rollbackCommit),
+          started_at: Math.floor(a.startedAt / 1000),
+          duration_seconds: Math.floor(elapsed),
+          timeout_seconds: timeout,
+          progress_percent: Math.min(100, Math.floor((elapsed / timeout) * 100)),
+          queue: queueView(),
+        });
+      }
+      const last = s.history[0];
+      return reply(200, {
+        status: 'idle',
+        current_release: s.current,
+        last_deployment: last
+          ? {
+              commit: short(last.commit),
+              commit_full: last.commit,
+              updated_at: last.finished_at,
+              build_duration_seconds: last.duration_seconds,
+              build_status: last.status,
+              ...(last.release_id ? { release_id: last.release_id } : { reason: last.reason }),
+            }
+          : null,
+        releases: s.releases.map((r) => ({ id: r.id, commit: r.commit, commit_message: r.commit_message, build_duration_seconds: r.build_duration_seconds, deployed_at: r.deployed_at })),
+        ...(s.last_failed ? { last_failed_deployment: s.last_failed, failed_commits_count: s.failed_count } : {}),
+        queue: queueView(),
+      });
+    },
+
+    async health() {
+      const answers = await probe(cfg.appPort, 2000);
+      return reply(200, {
+        healthy: answers,
+        app_status: answers ? 'running' : 'not_responding',
+        app_port: cfg.appPort,
+        supervisor_status: supervisor.status,
+        deployment_in_progress: engine.active !== null,
+        deployment_stage: engine.active?.stage ?? 'none',
+      });
+    },
+
+    logs({ headers, params, query }: HandlerInput) {
+      const refused = keyRefused(headers);
+      if (refused) return refused;
+      const id = String(params.identifier);
+      const format = query.format ?? 'text';
+      if (format !== 'text' && format !== 'json') return error(400, 'format must be text or json');
+      let tail: number | undefined;
+      if (query.tail !== undefined) {
+        if (!/^\d{1,7}$/.test(query.tail)) return error(400, 'tail must be a whole number of lines');
+        tail = Number(query.tail);
+      }
+      const d = findDeployment(store.state.history, id);
+      const content = d ? readLog(engine.logsDir, d) : null;
+      if (!d || content === null)
+        return reply(404, { error: 'Not Found', message: `No build log found for identifier: ${id}`, hint: 'Use GET /status to see available releases' });
+      const lines = logLines(content, tail);
+      if (format === 'json')
+        return reply(200, { identifier: id, log_file: d.log_file, line_count: lines.length, content: tail === undefined ? content : lines.join('\n'), lines });
+      return reply(200, renderText(d, lines), { 'Content-Type': 'text/plain; charset=utf-8' });
+    },
+  };
+}

@@ -1,0 +1,382 @@
+/**
+ * One deployment, stage by stage in the spec's order (starting, git_pull, installing_dependencies,
+ * stopping_app, building, starting_app, health_check, completed), each timed in the build log. Any failure
+ * (or the DEPLOYMENT_TIMEOUT watchdog) rolls back: the release that ran before is started again.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Clock } from '../../core/plugin-api.ts';
+import type { DeployerConfig } from './config.ts';
+import { GitCache, GitError } from './git.ts';
+import { BuildLog, pruneLogs } from './logs.ts';
+import { childEnv, describe, runCommand, type Command } from './proc.ts';
+import { ProjectError, lockHash, plan as makePlan, staticRun, type Plan } from './project.ts';
+import { probe, sleep } from './probe.ts';
+import type { DeployRequest } from './queue.ts';
+import type { Deployment, Release, StateStore } from './state.ts';
+import type { Supervisor } from './supervisor.ts';
+
+export const STAGES = ['starting', 'git_pull', 'installing_dependencies', 'stopping_app', 'building', 'starting_app', 'health_check', 'completed'] as const;
+export type Stage = (typeof STAGES)[number];
+
+/** A failed deployment with the reason recorded in `last_failed_deployment.reason`. */
+export class DeployFailure extends Error {
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Active {
+  request: DeployRequest;
+  attempt: number;
+  stage: Stage;
+  commit: string | null;
+  rollbackCommit: string | null;
+  /** Epoch ms. */
+  startedAt: number;
+  abort: AbortController;
+}
+
+/** `2024-01-01T12:00:00+00:00`, the reference's format for deployed_at / updated_at / build_timestamp. */
+export const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, '+00:00');
+const pad = (n: number) => String(n).padStart(3, '0');
+
+export class Engine {
+  active: Active | null = null;
+  /** Set while the service shuts down: an interrupted deployment does not start the old app again. */
+  stopping = false;
+  readonly releasesDir: string;
+  readonly logsDir: string;
+  private readonly git: GitCache;
+
+  constructor(
+    private readonly cfg: DeployerConfig,
+    private readonly store: StateStore,
+    private readonly supervisor: Supervisor,
+    private readonly log: Logger,
+    private readonly clock: Clock,
+  ) {
+    this.releasesDir = path.join(cfg.root, 'releases');
+    this.logsDir = path.join(cfg.root, 'logs');
+    this.git = new GitCache(path.join(cfg.root, 'repo.git'), cfg.repoUrl, cfg.branch);
+    fs.mkdirSync(this.releasesDir, { recursive: true });
+    fs.mkdirSync(this.logsDir, { recursive: true });
+  }
+
+  /** Env of the app of a release (and of its install and build steps, without NODE_ENV). */
+  private appEnv(commit: string, releaseId: string, dir: string, p: Plan): Record<string, string> {
+    const env: Record<string, string> = {
+      PORT: String(this.cfg.appPort),
+      APP_PORT: String(this.cfg.appPort),
+      GIT_COMMIT: commit,
+      GIT_BRANCH: this.cfg.branch,
+      DEPLOY_RELEASE: releaseId,
+    };
+    for (const [k, v] of Object.entries(p.env)) env[k] = k === 'PYTHONPATH' ? path.join(dir, v) : v;
+    return env;
+  }
+
+  async deploy(req: DeployRequest): Promise<void> {
+    const s = this.store.state;
+    const attempt = ++s.attempts;
+    const previous = this.store.currentRelease();
+    const timeoutMs = this.cfg.deploymentTimeoutSeconds * 1000;
+    const abort = new AbortController();
+    const watchdog = setTimeout(
+      () => abort.abort(new DeployFailure('deployment_timeout', `the deployment took longer than DEPLOYMENT_TIMEOUT (${this.cfg.deploymentTimeoutSeconds} s)`)),
+      timeoutMs,
+    );
+    const active: Active = { request: req, attempt, stage: 'starting', commit: req.commit, rollbackCommit: previous?.commit ?? null, startedAt: this.clock.now(), abort };
+    this.active = active;
+    const blog = new BuildLog(this.logsDir, attempt);
+    s.in_progress = { attempt, commit: req.commit, dir: null, log_file: blog.file, started_at: new Date(active.startedAt).toISOString() };
+    await this.store.save();
+
+    const stages: Deployment['stages'] = [];
+    const signal = abort.signal;
+    const stage = async (name: Stage, fn: () => Promise<void>) => {
+      signal.throwIfAborted();
+      active.stage = name;
+      const t0 = performance.now();
+      blog.line(`stage ${name} started`);
+      await fn();
+      const seconds = Math.round(performance.now() - t0) / 1000;
+      stages.push({ stage: name, seconds });
+      blog.line(`stage ${name} finished in ${seconds.toFixed(3)} s`);
+      this.log.info({ attempt, stage: name, seconds, commit: active.commit }, 'deployment stage done');
+    };
+    const run = async (cmd: Command, cwd: string, env: Record<string, string>, reason: string, what: string) => {
+      blog.line(`$ ${describe(cmd)}`);
+      const res = await runCommand(cmd, { cwd, env: childEnv(env), log: blog.stream, signal }).catch((e) => {
+        if (signal.aborted) throw e;
+        throw new DeployFailure(reason, `${what} could not start: ${(e as Error).message}`);
+      });
+      if (res.code !== 0) throw new DeployFailure(reason, `${what} failed (${res.signal ? `signal ${res.signal}` : `exit code ${res.code}`}): ${describe(cmd)}`);
+    };
+
+    let dir: string | null = null;
+    let commit: string | null = req.commit;
+    let message = req.message ?? '';
+    let plan: Plan | undefined;
+    let appTouched = false;
+    let releaseId = '';
+    let seq = 0;
+    let hash: string | null = null;
+    let runCmd: Command | undefined;
+    let appEnv: Record<string, string> = {};
+    const gitRun = { log: blog.stream, signal, env: childEnv() };
+    try {
+      await stage('starting', async () => {
+        blog.section('Deployment');
+        blog.line(`attempt ${attempt}: ${req.tag ? `release tag ${req.tag}` : req.commit ? `commit ${req.commit}` : `head of ${this.cfg.branch}`} from ${req.provider} (delivery ${req.deliveryId}${req.pusher ? `, pushed by ${req.pusher}` : ''})`);
+        blog.line(`rollback target: ${previous ? previous.id : 'none (first deployment)'}`);
+      });
+
+      await stage('git_pull', async () => {
+        blog.section('Fetching Source');
+        const head = await this.git.fetchBranch(gitRun);
+        if (req.tag) commit = await this.git.resolveTag(req.tag, gitRun);
+        else if (req.commit) {
+          await this.git.checkOnBranch(req.commit, gitRun);
+          commit = req.commit;
+        } else commit = head;
+        active.commit = commit;
+        s.in_progress!.commit = commit;
+        if (!req.message || req.tag) message = (await this.git.subject(commit!, gitRun)) || message;
+        seq = s.seq + 1;
+        releaseId = `${pad(seq)}-${commit}`;
+        dir = path.join(this.releasesDir, releaseId);
+        fs.rmSync(dir, { recursive: true, force: true }); // a leftover of an interrupted attempt
+        s.in_progress!.dir = dir;
+        await this.store.save();
+        await this.git.checkout(commit!, dir, gitRun);
+        blog.line(`checked out ${commit} into ${dir}`);
+      });
+
+      await stage('installing_dependencies', async () => {
+        blog.section('Installing Dependencies');
+        try {
+          plan = makePlan(dir!, this.cfg);
+        } catch (e) {
+          throw e instanceof ProjectError ? new DeployFailure('project_error', e.message) : e;
+        }
+        appEnv = this.appEnv(commit!, releaseId, dir!, plan);
+        blog.line(`project type ${plan.projectType}, serve type ${plan.serveType}`);
+        hash = lockHash(dir!, plan);
+        const force = this.cfg.forceInstall || req.forceInstall;
+        if (!plan.install) blog.line('no install step for this project');
+        else if (!force && hash && previous?.lock_hash === hash && (await this.reuseDeps(previous, dir!, plan.depsDirs, blog)))
+          blog.line(`lock files unchanged since release ${previous.id}: dependencies reused, install skipped`);
+        else await run(plan.install, dir!, appEnv, 'install_failed', 'dependency install');
+      });
+
+      await stage('stopping_app', async () => {
+        appTouched = true;
+        if (this.supervisor.status === 'RUNNING' || this.supervisor.release) blog.line(`stopping release ${this.supervisor.release ?? previous?.id}`);
+        await this.supervisor.stop();
+      });
+
+      await stage('building', async () => {
+        blog.section('Building Application');
+        if (plan!.build) await run(plan!.build, dir!, appEnv, 'build_failed', 'build');
+        else blog.line('no build step for this project');
+        try {
+          runCmd = plan!.run ?? staticRun(dir!, this.cfg.appPort, plan!.projectType);
+        } catch (e) {
+          throw e instanceof ProjectError ? new DeployFailure('build_failed', e.message) : e;
+        }
+      });
+
+      await stage('starting_app', async () => {
+        blog.section('Starting Application');
+        blog.line(`$ ${describe(runCmd!)} (port ${this.cfg.appPort})`);
+        await this.supervisor.start({ release: releaseId, dir: dir!, command: runCmd!, env: this.runEnv(appEnv, plan!) });
+      });
+
+      await stage('health_check', async () => {
+        blog.section('Health Check');
+        if (!(await this.healthCheck(blog, signal)))
+          throw new DeployFailure('health_check_failed', `the app did not answer on port ${this.cfg.appPort} after ${this.cfg.healthCheckRetries} attempts`);
+      });
+
+      await stage('completed', async () => {
+        const finished = this.clock.now();
+        const duration = Math.round((finished - active.startedAt) / 1000);
+        const logFile = `${releaseId}.log`;
+        const release: Release = {
+          id: releaseId, seq, commit: commit!, commit_message: message, build_duration_seconds: duration, deployed_at: isoSeconds(finished),
+          dir: dir!, project_type: plan!.projectType, serve_type: plan!.serveType, run: runCmd!, env: this.runEnv(appEnv, plan!),
+          lock_hash: hash, deps_dirs: plan!.depsDirs, log_file: logFile,
+        };
+        s.seq = seq;
+        s.current = releaseId;
+        s.releases.unshift(release);
+        this.prune();
+        blog.line(`release ${releaseId} is live`);
+        stages.push({ stage: 'completed', seconds: 0 });
+        s.history.unshift(this.record(active, 'success', { commit: commit!, message, releaseId, seq, plan: plan!, stages, logFile, finished }));
+        await blog.finish(logFile);
+        this.log.info({ attempt, release: releaseId, seconds: duration }, 'deployment completed');
+      });
+    } catch (err) {
+      await this.fail(err, { active, blog, previous, appTouched, dir, commit, message, plan, stages });
+    } finally {
+      clearTimeout(watchdog);
+      s.in_progress = null;
+      this.active = null;
+      pruneLogs(this.logsDir, s.history);
+      await this.store.save();
+    }
+  }
+
+  private runEnv(appEnv: Record<string, string>, p: Plan): Record<string, string> {
+    return p.projectType === 'node' && !process.env.NODE_ENV ? { ...appEnv, NODE_ENV: 'production' } : appEnv;
+  }
+
+  private async fail(
+    err: unknown,
+    c: { active: Active; blog: BuildLog; previous?: Release; appTouched: boolean; dir: string | null; commit: string | null; message: string; plan?: Plan; stages: Deployment['stages'] },
+  ): Promise<void> {
+    const s = this.store.state;
+    const f =
+      err instanceof DeployFailure ? err
+      : err instanceof GitError ? new DeployFailure('git_failed', err.message)
+      : new DeployFailure(this.stopping ? 'interrupted' : 'error', (err as Error)?.message ?? String(err));
+    const failedStage = c.active.stage;
+    c.blog.section('Deployment Failed');
+    c.blog.line(`stage ${failedStage}: ${f.reason}: ${f.message}`);
+    this.log.warn({ attempt: c.active.attempt, stage: failedStage, reason: f.reason, detail: f.message, commit: c.commit }, 'deployment failed');
+    if (c.appTouched) {
+      if (this.stopping) await this.supervisor.stop();
+      else await this.rollback(c.previous, c.blog);
+    } else c.blog.line(`the running release ${c.previous?.id ?? '(none)'} was not touched and keeps serving`);
+    if (c.dir) fs.rmSync(c.dir, { recursive: true, force: true });
+    const finished = this.clock.now();
+    const logFile = `${c.commit ?? `attempt-${c.active.attempt}`}-FAILED.log`;
+    // A shutdown is no verdict on the commit: it waits in the pending slot and deploys after the restart.
+    if (c.commit && f.reason !== 'interrupted') {
+      s.last_failed = { commit: c.commit.slice(0, 7), commit_full: c.commit, failed_at: new Date(finished).toISOString(), reason: f.reason };
+      s.failed_count++;
+    }
+    s.history.unshift(this.record(c.active, 'failed', { commit: c.commit, message: c.message, plan: c.plan, stages: c.stages, logFile, finished, reason: f.reason, detail: f.message }));
+    await c.blog.finish(logFile);
+  }
+
+  /** Start the release that ran before the deployment again and check it answers. */
+  private async rollback(previous: Release | undefined, blog: BuildLog): Promise<void> {
+    blog.section('Rolling Back');
+    await this.supervisor.stop();
+    if (!previous) {
+      blog.line('no previous release: the app stays stopped');
+      return;
+    }
+    if (!fs.existsSync(previous.dir)) {
+      blog.line(`release folder ${previous.dir} is gone: cannot roll back`);
+      this.log.error({ release: previous.id }, 'rollback impossible: release folder missing');
+      return;
+    }
+    blog.line(`starting release ${previous.id} again`);
+    await this.supervisor.start({ release: previous.id, dir: previous.dir, command: previous.run, env: previous.env });
+    const ok = await this.healthCheck(blog);
+    blog.line(ok ? `rolled back: release ${previous.id} answers` : `rolled back to ${previous.id}, but it does not answer yet (supervised, restarted if it dies)`);
+    this.log.warn({ release: previous.id, answers: ok }, 'rolled back');
+  }
+
+  /** HEALTH_CHECK_RETRIES attempts, each after HEALTH_CHECK_DELAY. */
+  private async healthCheck(blog: BuildLog, signal?: AbortSignal): Promise<boolean> {
+    const { healthCheckRetries: retries, healthCheckDelaySeconds: delay, appPort } = this.cfg;
+    for (let i = 1; i <= retries; i++) {
+      await sleep(delay * 1000, signal);
+      const ok = await probe(appPort, Math.max(1000, Math.min(5000, delay * 1000)));
+      blog.line(`health check ${i}/${retries}: GET http://127.0.0.1:${appPort}/ ${ok ? 'answered' : 'no answer'}`);
+      if (ok) return true;
+    }
+    return false;
+  }
+
+  /** Copy the previous release's dependency folders (hard links: fast, no second copy on disk); false when that fails. */
+  private async reuseDeps(previous: Release, dir: string, depsDirs: string[], blog: BuildLog): Promise<boolean> {
+    for (const d of depsDirs) {
+      const src = path.join(previous.dir, d);
+      if (!fs.existsSync(src)) continue; // the install made none: nothing to carry over
+      const res = await runCommand({ argv: ['cp', '-al', src, path.join(dir, d)] }, { cwd: dir, env: childEnv(), log: blog.stream }).catch(() => null);
+      if (!res || res.code !== 0) {
+        fs.rmSync(path.join(dir, d), { recursive: true, force: true });
+        blog.line(`could not reuse ${d} from release ${previous.id}; installing`);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Keep the newest KEEP_RELEASES releases (the live one is the newest); older folders are deleted. */
+  private prune(): void {
+    const s = this.store.state;
+    s.releases.sort((a, b) => b.seq - a.seq);
+    for (const old of s.releases.splice(this.cfg.keepReleases)) {
+      if (old.id === s.current) continue;
+      fs.rmSync(old.dir, { recursive: true, force: true });
+      this.log.info({ release: old.id }, 'old release removed');
+    }
+  }
+
+  private record(
+    a: Active,
+    status: Deployment['status'],
+    o: { commit: string | null; message: string; releaseId?: string; seq?: number; plan?: Plan; stages: Deployment['stages']; logFile: string; finished: number; reason?: string; detail?: string },
+  ): Deployment {
+    return {
+      attempt: a.attempt,
+      status,
+      commit: o.commit,
+      commit_message: o.message,
+      ...(o.releaseId ? { release_id: o.releaseId, seq: o.seq } : {}),
+      ...(o.reason ? { reason: o.reason, detail: o.detail } : {}),
+      project_type: o.plan?.projectType,
+      serve_type: o.plan?.serveType,
+      started_at: isoSeconds(a.startedAt),
+      finished_at: isoSeconds(o.finished),
+      duration_seconds: Math.round((o.finished - a.startedAt) / 1000),
+      stages: [...o.stages],
+      log_file: o.logFile,
+      delivery_id: a.request.deliveryId,
+      provider: a.request.provider,
+    };
+  }
+
+  /** After a restart: a deployment the service died in is recorded as failed and its folder removed. */
+  async recover(): Promise<void> {
+    const s = this.store.state;
+    const ip = s.in_progress;
+    if (ip) {
+      if (ip.dir) fs.rmSync(ip.dir, { recursive: true, force: true });
+      const logFile = `${ip.commit ?? `attempt-${ip.attempt}`}-FAILED.log`;
+      try {
+        fs.appendFileSync(path.join(this.logsDir, ip.log_file), `\n=== Deployment Failed ===\ninterrupted: the service stopped during this deployment\n`);
+        fs.renameSync(path.join(this.logsDir, ip.log_file), path.join(this.logsDir, logFile));
+      } catch {
+        /* the log was not written yet */
+      }
+      const now = this.clock.now();
+      if (ip.commit) {
+        s.last_failed = { commit: ip.commit.slice(0, 7), commit_full: ip.commit, failed_at: new Date(now).toISOString(), reason: 'interrupted' };
+        s.failed_count++;
+      }
+      s.history.unshift({
+        attempt: ip.attempt, status: 'failed', commit: ip.commit, commit_message: '', reason: 'interrupted', detail: 'the service stopped during this deployment',
+        started_at: isoSeconds(Date.parse(ip.started_at)), finished_at: isoSeconds(now), duration_seconds: Math.round((now - Date.parse(ip.started_at)) / 1000),
+        stages: [], log_file: logFile, delivery_id: '', provider: '',
+      });
+      s.in_progress = null;
+      this.log.warn({ attempt: ip.attempt, commit: ip.commit }, 'a deployment was interrupted by a restart; recorded as failed');
+    }
+    // Folders no release names (leftovers of a crash) go.
+    const known = new Set(s.releases.map((r) => path.basename(r.dir)));
+    for (const f of fs.readdirSync(this.releasesDir)) if (!known.has(f)) fs.rmSync(path.join(this.releasesDir, f), { recursive: true, force: true });
+    await this.store.save();
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * Deployer test support: real git repositories in temp folders holding a tiny node app that serves its
+ * commit id, the real deployer host configured from env, and GitHub payloads from @octokit/webhooks-examples
+ * re-pointed at the temp repository.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { sign } from '@octokit/webhooks-methods';
+import { createDeployerHost, deployerConfigFromEnv } from '../../core/deployer-host.ts';
+import type { Host } from '../../core/host.ts';
+
+const require = createRequire(import.meta.url);
+
+export function tempDir(prefix = 'deployer-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@example.com', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@example.com' };
+
+/** A git repository (branch main) the deployer fetches from. */
+export class Repo {
+  readonly dir = tempDir('deployer-repo-');
+
+  constructor() {
+    this.git('init', '-q', '-b', 'main');
+  }
+
+  git(...args: string[]): string {
+    return execFileSync('git', args, { cwd: this.dir, env: GIT_ENV, encoding: 'utf8' }).trim();
+  }
+
+  /** Write files (null deletes) and commit them; returns the commit id. */
+  commit(files: Record<string, string | null>, message = 'change'): string {
+    for (const [f, content] of Object.entries(files)) {
+      const p = path.join(this.dir, f);
+      if (content === null) fs.rmSync(p, { force: true });
+      else {
+        fs.mkdirSync(path.dirname(p), { recursive: true });
+        fs.writeFileSync(p, content);
+      }
+    }
+    this.git('add', '-A');
+    this.git('commit', '-q', '--allow-empty', '-m', message);
+    return this.git('rev-parse', 'HEAD');
+  }
+
+  remove() {
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+const SERVER = `const http = require('http');
+const fs = require('fs');
+const version = fs.readFileSync(__dirname + '/version.txt', 'utf8').trim();
+http.createServer((req, res) => {
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify({ commit: process.env.GIT_COMMIT, version, release: process.env.DEPLOY_RELEASE, built: fs.existsSync(__dirname + '/built.txt') }));
+}).listen(Number(process.env.PORT), '127.0.0.1');
+`;
+
+const LOCK = (deps = '') =>
+  JSON.stringify({ name: 'app', version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name: 'app', version: '1.0.0' } }, deps }, null, 2);
+
+/** Files of the node test app. `build` is a node -e snippet run by `npm run build`; `serve: false` never listens. */
+export function nodeApp(version: string, o: { build?: string; serve?: boolean; lock?: string } = {}): Record<string, string> {
+  const scripts: Record<string, string> = { start: 'node server.js' };
+  if (o.build) scripts.build = `node -e "${o.build}"`;
+  return {
+    'package.json': JSON.stringify({ name: 'app', version: '1.0.0', private: true, scripts }, null, 2),
+    'package-lock.json': LOCK(o.lock),
+    'server.js': o.serve === false ? 'setInterval(() => {}, 1000); // never listens\n' : SERVER,
+    'version.txt': version,
+  };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+async function request(url: string, init: RequestInit = {}): Promise<Answer> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export interface TestDeployer {
+  host: Host;
+  url: string;
+  root: string;
+  appPort: number;
+  env: Record<string, string>;
+  get(p: string, headers?: Record<string, string>): Promise<Answer>;
+  post(p: string, body: string | Buffer, headers?: Record<string, string>): Promise<Answer>;
+  /** POST a JSON payload as GitHub would (event header, delivery id, signature when a secret is given). */
+  github(event: string, payload: unknown, o?: { secret?: string; delivery?: string; path?: string }): Promise<Answer>;
+  close(o?: { keepRoot?: boolean }): Promise<void>;
+}
+
+/** Env for a fast test deployer: sub-second debounce and health delays. */
+export function testEnv(repo: Repo, appPort: number, root: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    GIT_REPO_URL: repo.dir,
+    GIT_BRANCH: 'main',
+    APP_PORT: String(appPort),
+    DEPLOY_ROOT: root,
+    WEBHOOK_PORT: '0',
+    WEBHOOK_HOST: '127.0.0.1',
+    DEBOUNCE_DELAY: '0.2',
+    HEALTH_CHECK_RETRIES: '10',
+    HEALTH_CHECK_DELAY: '0.3',
+    DEPLOYMENT_TIMEOUT: '60',
+    WEBHOOK_RATE_LIMIT: '1000',
+    LOG_LEVEL: process.env.TEST_LOG ?? 'silent',
+    ...extra,
+  };
+}
+
+export async function startDeployer(env: Record<string, string>): Promise<TestDeployer> {
+  const config = deployerConfigFromEnv(env);
+  const host = createDeployerHost({ config });
+  await host.start();
+  const port = await host.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${port}`;
+  const post = (p: string, body: string | Buffer, headers: Record<string, string> = {}) =>
+    request(url + p, { method: 'POST', body: body as BodyInit, headers: { 'content-type': 'application/json', ...headers } });
+  let n = 0;
+  return {
+    host,
+    url,
+    root: env.DEPLOY_ROOT,
+    appPort: Number(env.APP_PORT),
+    env,
+    get: (p, headers) => request(url + p, { headers }),
+    post,
+    async github(event, payload, o = {}) {
+      const body = JSON.stringify(payload);
+      const headers: Record<string, string> = { 'x-github-event': event, 'x-github-delivery': o.delivery ?? `test-${process.pid}-${Date.now()}-${++n}` };
+      if (o.secret) headers['x-hub-signature-256'] = await sign(o.secret, body);
+      return post(o.path ?? '/webhook', body, headers);
+    },
+    async close(o = {}) {
+      await host.close();
+      if (!o.keepRoot) fs.rmSync(env.DEPLOY_ROOT, { recursive: true, force: true });
+    },
+  };
+}
+
+const examples: Array<{ name: string; examples: any[] }> = require('@octokit/webhooks-examples');
+
+/** A real GitHub example payload (deep copy) of an event, picked by a predicate. */
+export function githubExample(name: string, pick: (e: any) => boolean = () => true): any {
+  const e = examples.find((x) => x.name === name)?.examples.find(pick);
+  if (!e) throw new Error(`no @octokit/webhooks-examples payload for ${name}`);
+  return structuredClone(e);
+}
+
+/** GitHub's push example re-pointed at a temp repository, branch and commit. */
+export function githubPush(repo: Repo, commit: string, branch = 'main'): any {
+  const p = githubExample('push', (e) => e.ref === 'refs/heads/master' && e.head_commit);
+  p.ref = `refs/heads/${branch}`;
+  p.after = commit;
+  p.head_commit.id = commit;
+  p.head_commit.message = `commit ${commit.slice(0, 7)}`;
+  p.repository.clone_url = repo.dir;
+  p.repository.default_branch = 'main';
+  return p;
+}
+
+export function fixture(name: string): any {
+  return JSON.parse(fs.readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8'));
+}
+
+/** Poll until `fn` returns a truthy value (bounded; no assertion on how long it took). */
+export async function waitFor<T>(fn: () => Promise<T> | T, what: string, limitMs = 60_000): Promise<T> {
+  const end = Date.now() + limitMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Wait until no deployment runs, waits in the slot or is being debounced; returns the idle status. */
+export async function settled(d: TestDeployer): Promise<any> {
+  return waitFor(async () => {
+    const s = await d.get('/status', d.env.API_KEY ? { authorization: `Bearer ${d.env.API_KEY}` } : {});
+    return s.json?.status === 'idle' && !s.json.queue.pending && !s.json.queue.debouncing ? s.json : null;
+  }, 'the deployer to settle');
+}
+
+/** What the deployed app answers (null when it does not answer). */
+export async function appSays(port: number): Promise<any> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
+    return await res.json();
+  } catch {
+    return null;
+  }
+}
