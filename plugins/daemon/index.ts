@@ -3,12 +3,15 @@
  * hot-read cache) to other plugins, and serves the /daemon routes its manifest declares. Most routes use the
  * one generic `relay` handler driven by the route's `x` block; a few differ where the behaviour does.
  */
+import path from 'node:path';
 import { VERSION, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
+import { createControl } from './control.ts';
 import { toApiError } from './errors.ts';
 import { methodTable } from './methods.ts';
 import { buildParams, rpcRoute } from './params.ts';
 import { createDaemonService } from './service.ts';
 import { configSchema, type DaemonSettings } from './settings.ts';
+import { specialHandlers } from './special.ts';
 
 export default definePlugin<DaemonSettings>({
   id: 'daemon',
@@ -18,6 +21,7 @@ export default definePlugin<DaemonSettings>({
     const settings = ctx.config;
     const service = createDaemonService(settings, ctx.clock);
     const method = methodTable(settings.methods);
+    const control = createControl(settings, service, path.join(ctx.node.dataDir, 'daemon'));
     ctx.services.provide('daemon', service);
 
     // Not a login gate (facts §2.1): a dead daemon is reported, never blocks the node.
@@ -31,9 +35,10 @@ export default definePlugin<DaemonSettings>({
     );
 
     /** Call the daemon for a route; only public routes may be answered from the shared cache. */
-    async function call<T = unknown>(input: HandlerInput, name: string, params: unknown[]): Promise<T> {
+    async function call<T = unknown>(input: HandlerInput, name: string, params: unknown[], opts: { cache?: boolean } = {}): Promise<T> {
       try {
-        return await service.call<T>(method(name), params, { cache: input.route.level === 'public', signal: input.signal });
+        const cache = input.route.level === 'public' && opts.cache !== false;
+        return await service.call<T>(method(name), params, { cache, signal: input.signal });
       } catch (e) {
         throw toApiError(e);
       }
@@ -44,8 +49,22 @@ export default definePlugin<DaemonSettings>({
       return call(input, route.rpc, buildParams(route, input));
     }
 
+    const controlled = (fn: () => Promise<unknown>) => async () => {
+      try {
+        return await fn();
+      } catch (e) {
+        throw toApiError(e);
+      }
+    };
+
     return {
-      handlers: { relay },
+      handlers: {
+        relay,
+        ...specialHandlers(call),
+        start: controlled(control.start),
+        restart: controlled(control.restart),
+        reindex: controlled(control.reindex),
+      },
       dispose: () => dropCheck(),
     };
   },

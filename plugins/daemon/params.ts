@@ -39,18 +39,21 @@ export interface RpcRoute {
 
 const DEFAULT_MAX_LENGTH = 4096;
 const DEFAULT_MAX_ITEMS = 1000;
-const compiled = new WeakMap<object, RpcRoute>();
+// Per route id too: a YAML alias (`x: *anchor`) hands several routes the same object.
+const compiled = new WeakMap<object, Map<string, RpcRoute>>();
 
 /** Read a route's `x` block once; a malformed block is a manifest defect (tests load every route through here). */
 export function rpcRoute(meta: Record<string, unknown>, routeId: string): RpcRoute {
-  let r = compiled.get(meta);
+  let byRoute = compiled.get(meta);
+  if (!byRoute) compiled.set(meta, (byRoute = new Map()));
+  let r = byRoute.get(routeId);
   if (!r) {
     const rpc = meta.rpc ?? routeId.slice(routeId.indexOf('.') + 1);
     if (typeof rpc !== 'string' || !/^[a-z0-9_]{1,64}$/.test(rpc)) throw new Error(`${routeId}: x.rpc must be a method name`);
     const list = meta.params ?? [];
     if (!Array.isArray(list)) throw new Error(`${routeId}: x.params must be a list`);
     r = { rpc, params: list.map((p, i) => paramSpec(p, `${routeId}: x.params[${i}]`)) };
-    compiled.set(meta, r);
+    byRoute.set(routeId, r);
   }
   return r;
 }
