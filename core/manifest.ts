@@ -4,12 +4,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML, { LineCounter, isNode } from 'yaml';
+import YAML, { LineCounter, isMap, isNode, isScalar } from 'yaml';
+import type { ErrorObject } from 'ajv';
 import { createAjv, describeError } from './schema.ts';
 import { LEVELS, type Level } from './plugin-api.ts';
 
 const SCHEMA_FILE = new URL('../manifests/manifest.schema.json', import.meta.url);
-const validateManifest = createAjv({ allErrors: false }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
+const validateManifest = createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
 
 export type Method = 'GET' | 'POST' | 'DELETE' | 'WS' | 'SSE';
 export type Parser = 'none' | 'raw' | 'raw-json' | 'json' | 'text' | 'multipart';
@@ -78,12 +79,19 @@ export function parseManifest(text: string, file: string): Manifest {
   }
   const raw = doc.toJS();
   if (!validateManifest(raw)) {
-    const err = validateManifest.errors![0];
-    const { path: keyPath, text: reason } = describeError('', err);
-    // Point at the deepest node that exists on the error's path.
+    const err = pickError(validateManifest.errors!);
+    const { path: keyPath, text } = describeError('', err);
+    const reason = err.keyword === 'oneOf' ? `${text.slice(0, text.lastIndexOf(': '))}: must be ${describeOneOf(err.schema)}` : text;
+    // Point at the unknown key itself, else at the deepest node that exists on the error's path.
+    let range: [number, number, number] | undefined;
+    if (err.keyword === 'additionalProperties') {
+      const parent = doc.getIn(keyPath.slice(0, -1).map(key), true);
+      const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && p.key.value === keyPath[keyPath.length - 1]) : undefined;
+      range = isScalar(pair?.key) ? pair.key.range ?? undefined : undefined;
+    }
     let node: unknown;
-    for (let n = keyPath.length; n >= 0 && !isNode(node); n--) node = doc.getIn(keyPath.slice(0, n).map(key), true);
-    const range = isNode(node) ? node.range : undefined;
+    for (let n = keyPath.length; !range && n >= 0 && !isNode(node); n--) node = doc.getIn(keyPath.slice(0, n).map(key), true);
+    range ??= isNode(node) ? node.range ?? undefined : undefined;
     throw new ManifestError(`${at(range?.[0])}: ${reason}`);
   }
   const source = at((doc.get('plugin', true) as any)?.range?.[0]);
@@ -97,7 +105,9 @@ export function loadManifestFile(file: string): Manifest {
   } catch (e) {
     throw new ManifestError(`${file}: cannot be read (${(e as Error).message})`);
   }
-  return parseManifest(text, path.relative(process.cwd(), file) || file);
+  // Messages name the file as the operator typed it: relative inside the working folder, else absolute.
+  const rel = path.relative(process.cwd(), file);
+  return parseManifest(text, rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : path.resolve(file));
 }
 
 /** Every `*.yaml` manifest of a folder, in name order; the first bad file fails the whole set. */
@@ -107,6 +117,25 @@ export function loadManifestDir(dir: string): Manifest[] {
     .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
     .sort();
   return files.map((f) => loadManifestFile(path.join(dir, f)));
+}
+
+/** A `oneOf` failure says more than its first branch's complaint (`query: must be boolean`). */
+function pickError(errors: ErrorObject[]): ErrorObject {
+  const first = errors[0];
+  const oneOf = errors.find((e) => e.keyword === 'oneOf' && first.instancePath.startsWith(e.instancePath));
+  return oneOf ?? first;
+}
+
+function describeOneOf(branches: unknown): string {
+  const names = (Array.isArray(branches) ? branches : []).map((b: any) => {
+    if (b.$ref === '#/definitions/schema') return 'a JSON Schema object';
+    if (b.type === 'integer') return 'an integer';
+    if (b.type === 'boolean') return 'true or false';
+    if (b.type === 'string' && b.pattern?.includes('kb')) return "a size such as '64kb'";
+    if (b.type === 'string') return 'a string';
+    return 'valid';
+  });
+  return names.length ? names.join(' or ') : 'one of the allowed forms';
 }
 
 function key(k: string) {
