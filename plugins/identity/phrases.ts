@@ -1,0 +1,106 @@
+/**
+ * Login phrases: a 13-digit millisecond timestamp, then 43 random characters of [0-9a-z] from the CSPRNG
+ * (56 characters, about 222 random bits). Each is stored and valid 15 minutes; a login claims it once.
+ * The live ones are mirrored in a Map (lookups per login and per websocket need no store query) and the
+ * store keeps them across a restart. The number of live phrases is bounded: an anonymous caller cannot
+ * grow the store without limit, the oldest phrase is dropped instead.
+ */
+import crypto from 'node:crypto';
+import type { Clock, Datastore } from '../../core/plugin-api.ts';
+
+export const PHRASE_TTL_MS = 15 * 60_000;
+const RANDOM_CHARS = 43;
+const CHARS = '0123456789abcdefghijklmnopqrstuvwxyz';
+/** The form of every phrase this node issues (and the 40-70 bound verifiers of other nodes apply). */
+export const PHRASE_FORM = /^\d{13}[0-9a-z]{27,57}$/;
+
+export interface PhraseRecord {
+  _id?: string;
+  loginPhrase: string;
+  createdAt: number;
+  expireAt: number;
+  /** Issued by /id/emergencyphrase: only the operator and the core team may log in with it. */
+  emergency?: boolean;
+  /** Set once, by the login that claimed the phrase. */
+  usedAt?: number;
+  usedBy?: string;
+  usedSig?: string;
+}
+
+export function randomChars(n: number): string {
+  let out = '';
+  while (out.length < n) {
+    for (const b of crypto.randomBytes(n * 2)) {
+      // 252 = 7 * 36: rejecting the top 4 byte values keeps every character equally likely.
+      if (b < 252 && out.length < n) out += CHARS[b % 36];
+    }
+  }
+  return out;
+}
+
+export function newPhrase(now: number): string {
+  return String(Math.floor(now)).padStart(13, '0') + randomChars(RANDOM_CHARS);
+}
+
+/** The issue time written in a phrase's first 13 characters. */
+export const phraseTime = (phrase: string) => Number(phrase.slice(0, 13));
+
+export class PhraseBook {
+  private readonly live = new Map<string, PhraseRecord>();
+
+  constructor(
+    private readonly store: Datastore<PhraseRecord>,
+    private readonly clock: Clock,
+    private readonly max: number,
+  ) {}
+
+  async init(): Promise<void> {
+    await this.store.ensureIndex({ fieldName: 'loginPhrase', unique: true });
+    await this.store.ensureIndex({ fieldName: 'expireAt' });
+    await this.purge();
+    const rows = await this.store.find({}).sort({ createdAt: 1 });
+    for (const r of rows) this.live.set(r.loginPhrase, r);
+  }
+
+  async issue(emergency = false): Promise<PhraseRecord> {
+    const now = this.clock.now();
+    const rec: PhraseRecord = { loginPhrase: newPhrase(now), createdAt: now, expireAt: now + PHRASE_TTL_MS };
+    if (emergency) rec.emergency = true;
+    while (this.live.size >= this.max) {
+      const oldest = this.live.keys().next().value as string;
+      this.live.delete(oldest);
+      await this.store.remove({ loginPhrase: oldest }, {});
+    }
+    this.live.set(rec.loginPhrase, rec);
+    await this.store.insert(rec);
+    return rec;
+  }
+
+  get(phrase: string): PhraseRecord | undefined {
+    return this.live.get(phrase);
+  }
+
+  /** Mark the phrase used by this login; false when another login claimed it first. */
+  async claim(phrase: string, legacyid: string, sigDigest: string): Promise<boolean> {
+    const rec = this.live.get(phrase);
+    if (!rec || rec.usedAt !== undefined) return false;
+    // Set synchronously before the write: two logins racing on one phrase see each other at once.
+    rec.usedAt = this.clock.now();
+    rec.usedBy = legacyid;
+    rec.usedSig = sigDigest;
+    await this.store.update({ loginPhrase: phrase }, { $set: { usedAt: rec.usedAt, usedBy: legacyid, usedSig: sigDigest } }, {});
+    return true;
+  }
+
+  /** Phrases issued less than 15 minutes ago, used or not (oldest first). */
+  active(): PhraseRecord[] {
+    const now = this.clock.now();
+    return [...this.live.values()].filter((r) => r.expireAt > now);
+  }
+
+  async purge(): Promise<number> {
+    const now = this.clock.now();
+    for (const [k, r] of this.live) if (r.expireAt <= now) this.live.delete(k);
+    return this.store.remove({ expireAt: { $lte: now } }, { multi: true });
+  }
+}
