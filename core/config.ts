@@ -6,8 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import YAML from 'yaml';
+import type { ErrorObject } from 'ajv';
 import { createAjv, describeError } from './schema.ts';
+import { YamlSource } from './yaml-source.ts';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -85,10 +86,16 @@ const validate = createAjv({ useDefaults: true }).compile(schema);
 
 export class ConfigError extends Error {}
 
-/** Validate a config object (defaults filled in); throws ConfigError naming the source, key and reason. */
-export function resolveConfig(raw: Record<string, unknown>, source = '(defaults)'): NodeConfig {
+/**
+ * Validate a config object (defaults filled in); throws ConfigError naming the source, key and reason
+ * (`locate` turns the error into `file:line:col: key: reason` when the object came from a file).
+ */
+export function resolveConfig(raw: Record<string, unknown>, source = '(defaults)', locate?: (e: ErrorObject) => string): NodeConfig {
   const cfg = structuredClone(raw ?? {});
-  if (!validate(cfg)) throw new ConfigError(`${source}: ${describeError('', validate.errors![0]).text}`);
+  if (!validate(cfg)) {
+    const err = validate.errors![0];
+    throw new ConfigError(locate ? locate(err) : `${source}: ${describeError('', err).text}`);
+  }
   const out = cfg as unknown as NodeConfig;
   out.source = source;
   return out;
@@ -99,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   let file = env.CORENODE_CONFIG;
   if (!file && fs.existsSync(path.join(cwd, 'config/node.yaml'))) file = 'config/node.yaml';
   let raw: Record<string, unknown> = {};
+  let src: YamlSource | undefined;
   if (file) {
     const abs = path.resolve(cwd, file);
     let text: string;
@@ -107,9 +115,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     } catch (e) {
       throw new ConfigError(`${file}: cannot be read (${(e as Error).message})`);
     }
-    const doc = YAML.parseDocument(text);
-    if (doc.errors.length) throw new ConfigError(`${file}: ${doc.errors[0].message}`);
-    const value = doc.toJS();
+    src = new YamlSource(text, file);
+    const syntax = src.syntaxError();
+    if (syntax) throw new ConfigError(syntax);
+    const value = src.doc.toJS();
     if (value !== null && (typeof value !== 'object' || Array.isArray(value)))
       throw new ConfigError(`${file}: (root): must be a mapping of keys`);
     raw = value ?? {};
@@ -121,7 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     raw.api = { ...(raw.api as object), port };
   }
   if (env.CORENODE_DATA_DIR) raw.dataDir = env.CORENODE_DATA_DIR;
-  const cfg = resolveConfig(raw, file ?? '(defaults)');
+  const cfg = resolveConfig(raw, file ?? '(defaults)', src && ((e) => src.locate(e)));
   cfg.dataDir = path.resolve(cwd, cfg.dataDir);
   cfg.manifestsDir = path.resolve(cwd, cfg.manifestsDir);
   cfg.pluginsDir = path.resolve(cwd, cfg.pluginsDir);

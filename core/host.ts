@@ -211,6 +211,7 @@ export class Host {
       await this.plugins.dispose(created);
       const error = (e as Error).message;
       this.log.error({ error }, 'manifests not loaded; the running routes are unchanged');
+      this.events.emit('host:reload-failed', { error });
       return { ok: false, error };
     }
     const retired = this.plugins.retire(new Set(table.manifests.map((m) => m.plugin)));

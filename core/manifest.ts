@@ -4,9 +4,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML, { LineCounter, isMap, isNode, isScalar } from 'yaml';
 import type { ErrorObject } from 'ajv';
-import { createAjv, describeError } from './schema.ts';
+import { createAjv } from './schema.ts';
+import { YamlSource } from './yaml-source.ts';
 import { LEVELS, type Level } from './plugin-api.ts';
 
 const SCHEMA_FILE = new URL('../manifests/manifest.schema.json', import.meta.url);
@@ -66,36 +66,16 @@ export function parseSize(v: number | string | undefined, fallback = DEFAULT_LIM
 
 /** Parse and validate one manifest's text; `file` is used in error messages. */
 export function parseManifest(text: string, file: string): Manifest {
-  const lc = new LineCounter();
-  const doc = YAML.parseDocument(text, { lineCounter: lc, prettyErrors: false });
-  const at = (offset: number | undefined) => {
-    if (offset === undefined) return `${file}:1:1`;
-    const { line, col } = lc.linePos(offset);
-    return `${file}:${line}:${col}`;
-  };
-  if (doc.errors.length) {
-    const e = doc.errors[0];
-    throw new ManifestError(`${at(e.pos[0])}: ${e.message.split('\n')[0]}`);
-  }
-  const raw = doc.toJS();
+  const src = new YamlSource(text, file);
+  const syntax = src.syntaxError();
+  if (syntax) throw new ManifestError(syntax);
+  const raw = src.doc.toJS();
   if (!validateManifest(raw)) {
     const err = pickError(validateManifest.errors!);
-    const { path: keyPath, text } = describeError('', err);
-    const reason = err.keyword === 'oneOf' ? `${text.slice(0, text.lastIndexOf(': '))}: must be ${describeOneOf(err.schema)}` : text;
-    // Point at the unknown key itself, else at the deepest node that exists on the error's path.
-    let range: [number, number, number] | undefined;
-    if (err.keyword === 'additionalProperties') {
-      const parent = doc.getIn(keyPath.slice(0, -1).map(key), true);
-      const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && p.key.value === keyPath[keyPath.length - 1]) : undefined;
-      range = isScalar(pair?.key) ? pair.key.range ?? undefined : undefined;
-    }
-    let node: unknown;
-    for (let n = keyPath.length; !range && n >= 0 && !isNode(node); n--) node = doc.getIn(keyPath.slice(0, n).map(key), true);
-    range ??= isNode(node) ? node.range ?? undefined : undefined;
-    throw new ManifestError(`${at(range?.[0])}: ${reason}`);
+    const oneOf = (t: string) => `${t.slice(0, t.lastIndexOf(': '))}: must be ${describeOneOf(err.schema)}`;
+    throw new ManifestError(src.locate(err, err.keyword === 'oneOf' ? oneOf : undefined));
   }
-  const source = at((doc.get('plugin', true) as any)?.range?.[0]);
-  return normalise(raw, file, source, (routeIndex) => at((doc.getIn(['routes', routeIndex], true) as any)?.range?.[0]));
+  return normalise(raw, file, src.of(['plugin']), (routeIndex) => src.of(['routes', routeIndex]));
 }
 
 export function loadManifestFile(file: string): Manifest {
@@ -136,10 +116,6 @@ function describeOneOf(branches: unknown): string {
     return 'valid';
   });
   return names.length ? names.join(' or ') : 'one of the allowed forms';
-}
-
-function key(k: string) {
-  return /^\d+$/.test(k) ? Number(k) : k;
 }
 
 function normalise(raw: any, file: string, source: string, where: (i: number) => string): Manifest {
