@@ -142,7 +142,6 @@ function coerce(p: ParamSpec, v: unknown): unknown {
   switch (p.type) {
     case 'string':
       if (typeof v === 'string') return v;
-      if (typeof v === 'number' && Number.isFinite(v)) return String(v);
       throw invalid(`${p.name} must be a string`);
     case 'integer': {
       const n = typeof v === 'string' && /^-?\d{1,16}$/.test(v) ? Number(v) : v;
