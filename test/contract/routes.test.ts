@@ -1,0 +1,144 @@
+/**
+ * The contract every route keeps, whatever plugins exist when this runs: for an anonymous caller and for
+ * malformed input (junk path segments, query values, bodies, headers) it answers in the envelope, or with a
+ * wire status its route declares or the host implies (core/openapi.ts wireStatuses) — never a 500, never an
+ * unhandled error, never a hang. Plugins that need external daemons are pointed at unreachable addresses.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { WebSocket } from 'ws';
+import type { BoundRoute } from '../../core/chain.ts';
+import { REPO_ROOT, resolveConfig } from '../../core/config.ts';
+import { createDeployerHost } from '../../core/deployer-host.ts';
+import type { Host } from '../../core/host.ts';
+import { loadManifestDir, type RouteSpec } from '../../core/manifest.ts';
+import { wireStatuses } from '../../core/openapi.ts';
+import { startNode, tempDir, type TestNode } from '../support/node.ts';
+import { probesFor, send, type Outcome, type Probe } from './probe.ts';
+
+const MANIFESTS = path.join(REPO_ROOT, 'manifests');
+const PER_REQUEST_MS = 10_000;
+const UNREACHABLE = 'http://127.0.0.1:1';
+
+/** Config sections that point plugins at daemons that are not there (only for plugins that exist). */
+function contractConfig(root: string): Record<string, unknown> {
+  const sections: Record<string, unknown> = {
+    daemon: { rpc: { url: UNREACHABLE, user: 'contract', password: 'contract' }, timeoutMs: 2000, startCommand: ['/bin/false'], stopWaitMs: 0, startWaitMs: 0 },
+    deployer: { root: path.join(root, 'deploy'), repoUrl: `${root}/no-such-repo.git`, appPort: 1, webhookSecret: 'contract-secret', signatureVerify: true, rateLimitPerMinute: 0 },
+  };
+  return Object.fromEntries(Object.entries(sections).filter(([id]) => fs.existsSync(path.join(REPO_ROOT, 'plugins', id, 'index.ts'))));
+}
+
+/** What is wrong with one answer, or null. */
+function violation(r: BoundRoute, out: Outcome): string | null {
+  if (out.error) return out.error === 'timeout' ? `no answer within ${PER_REQUEST_MS} ms` : `connection error: ${out.error}`;
+  const allowed = new Set([200, ...wireStatuses(r)]);
+  if (!r.spec.envelope) return out.status >= 500 && !allowed.has(out.status) ? `HTTP ${out.status}` : null;
+  if (!allowed.has(out.status)) return `HTTP ${out.status}, not a status this route declares (${[...allowed].join(', ')})`;
+  if (out.contentType.startsWith('text/event-stream')) return null;
+  let body: any;
+  try {
+    body = JSON.parse(out.text);
+  } catch {
+    return `HTTP ${out.status} with a body that is not JSON: ${out.text.slice(0, 80)}`;
+  }
+  if (!body || (body.status !== 'success' && body.status !== 'error') || !('data' in body)) return `not an envelope: ${out.text.slice(0, 120)}`;
+  if (body.status === 'error') {
+    const d = body.data ?? {};
+    if (!['number', 'string'].includes(typeof d.code) || typeof d.name !== 'string' || typeof d.message !== 'string')
+      return `error data lacks code/name/message: ${out.text.slice(0, 120)}`;
+    if (d.name === 'InternalError') return 'an unhandled error inside the handler (InternalError)';
+  }
+  return null;
+}
+
+async function pool<T>(items: T[], size: number, fn: (t: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: size }, async () => {
+    while (next < items.length) await fn(items[next++]);
+  }));
+}
+
+async function probeRoute(host: Host, base: URL, spec: RouteSpec): Promise<string[]> {
+  const r = host.routes.find((x) => x.spec.id === spec.id);
+  assert.ok(r, `${spec.id} is served`);
+  const problems: string[] = [];
+  const probes: Probe[] = [r.spec.path, ...r.spec.aliases].flatMap((p) => probesFor(r, p));
+  await pool(probes, 8, async (p) => {
+    const out = await send(base, p, PER_REQUEST_MS);
+    const v = violation(r, out);
+    if (v) problems.push(`${p.method} ${p.path.slice(0, 100)} [${p.why}]: ${v}`);
+  });
+  return problems;
+}
+
+/** A websocket route: the upgrade either opens or is refused with a plain status; a GET is not routed. */
+async function probeSocket(base: URL, spec: RouteSpec): Promise<string[]> {
+  const problems: string[] = [];
+  const paths = [spec.path.replace(/:([A-Za-z]\w*)\??/g, 'test'), spec.path.replace(/:([A-Za-z]\w*)\??/g, '%00'), spec.path.replace(/:([A-Za-z]\w*)\??/g, 'a'.repeat(4096))];
+  for (const p of paths) {
+    const outcome = await new Promise<string>((resolve) => {
+      const ws = new WebSocket(`ws://${base.host}${p}`, { handshakeTimeout: PER_REQUEST_MS });
+      ws.once('open', () => (ws.terminate(), resolve('open')));
+      ws.once('unexpected-response', (_req, res) => (res.resume(), resolve(String(res.statusCode))));
+      ws.once('error', (e) => resolve(`error ${e.message}`));
+    });
+    if (!['open', '400', '401', '403', '404', '410', '503'].includes(outcome)) problems.push(`WS ${p.slice(0, 80)}: ${outcome}`);
+  }
+  return problems;
+}
+
+function routesOf(service: string): RouteSpec[] {
+  return loadManifestDir(MANIFESTS)
+    .filter((m) => m.service === service)
+    .flatMap((m) => m.routes);
+}
+
+function describeService(service: string, start: (root: string) => Promise<{ host: Host; url: string; close(): Promise<void> }>) {
+  const specs = routesOf(service);
+  if (!specs.length) return;
+  describe(`contract: every ${service} route`, function () {
+    this.timeout(120_000);
+    let root: string;
+    let served: { host: Host; url: string; close(): Promise<void> };
+    before(async () => {
+      root = tempDir('corenode-contract-');
+      served = await start(root);
+    });
+    after(async () => {
+      await served?.close();
+      fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    for (const spec of specs) {
+      it(`${spec.id} (${spec.method} ${spec.path})`, async () => {
+        const base = new URL(served.url);
+        const problems = spec.method === 'WS' ? await probeSocket(base, spec) : await probeRoute(served.host, base, spec);
+        assert.deepEqual(problems.slice(0, 15), [], `${problems.length} bad answers`);
+      });
+    }
+
+    it('still answers after all of it', async () => {
+      const any = served.host.routes.find((r) => r.spec.method === 'GET' && !r.spec.path.includes(':'))!;
+      const out = await send(new URL(served.url), { method: 'GET', path: any.spec.path, why: 'alive' }, PER_REQUEST_MS);
+      assert.ok(out.status > 0 && out.status < 500);
+    });
+  });
+}
+
+describeService('node', async (root) => {
+  const node: TestNode = await startNode({ dataDir: path.join(root, 'data'), config: contractConfig(root) });
+  return node;
+});
+
+describeService('deployer', async (root) => {
+  const config = resolveConfig(
+    { api: { port: 0, host: '127.0.0.1' }, dataDir: path.join(root, 'deployer-state'), log: { level: process.env.TEST_LOG ?? 'silent' }, watch: false, ...contractConfig(root) },
+    'contract config',
+  );
+  const host = createDeployerHost({ config });
+  await host.start();
+  const port = await host.listen(0, '127.0.0.1');
+  return { host, url: `http://127.0.0.1:${port}`, close: () => host.close() };
+});
