@@ -61,6 +61,9 @@ export function deployerConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cwd 
   }
   if (!section.repoUrl) throw new ConfigError('GIT_REPO_URL: is required (the repository to deploy)');
   if (section.appPort === undefined) throw new ConfigError('APP_PORT: is required (the port the application listens on)');
+  // Checked here, not only by the plugin: the path goes into the generated manifest before the plugin loads.
+  if (section.webhookPath !== undefined && !/^(\/(?!\.\.?(\/|$))[A-Za-z0-9_.~-]+)+$/.test(section.webhookPath as string))
+    throw new ConfigError(`WEBHOOK_PATH: must be a path such as /webhook (letters, digits, _ . ~ - between slashes), got '${section.webhookPath}'`);
   const port = env.WEBHOOK_PORT ? convert('WEBHOOK_PORT', 'int', env.WEBHOOK_PORT) : 9001;
   if ((port as number) < 0 || (port as number) > 65535) throw new ConfigError(`WEBHOOK_PORT: must be a port (0-65535), got '${env.WEBHOOK_PORT}'`);
   const raw: Record<string, unknown> = {

@@ -46,7 +46,7 @@ export const configSchema = {
     healthCheckDelaySeconds: { type: 'number', minimum: 0, maximum: 60, default: 10 },
     webhookSecret: { type: 'string', default: '' },
     signatureVerify: { type: 'boolean', default: false },
-    webhookPath: { type: 'string', default: '/webhook', pattern: '^(/[A-Za-z0-9_.~-]+)+$' },
+    webhookPath: { type: 'string', default: '/webhook', pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9_.~-]+)+$' },
     webhookTimeoutMs: { type: 'integer', minimum: 1000, maximum: 600000, default: 30000 },
     debounceSeconds: { type: 'number', minimum: 0, maximum: 3600, default: 5 },
     rateLimitPerMinute: { type: 'integer', minimum: 0, default: 10 },
