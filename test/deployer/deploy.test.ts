@@ -270,6 +270,64 @@ describe('deployer deployments (real git, npm and app)', function () {
     assert.equal((await appSays(d.appPort)).commit, bb);
   });
 
+  it('detects static, python and node-static projects and serves each with its default commands', async () => {
+    const repo = new Repo();
+    const text = async (p = '/') => {
+      const res = await fetch(`http://127.0.0.1:${d.appPort}${p}`).catch(() => null);
+      return res ? `${res.status} ${await res.text()}` : null;
+    };
+    const site = repo.commit({ 'index.html': '<h1>static v1</h1>', 'about/index.html': 'about' }, 'static site');
+    const d = track(await deployer(repo), repo);
+    await push(d, repo, site);
+    let s = await settled(d);
+    assert.equal(s.current_release, `001-${site}`);
+    assert.equal(await text(), '200 <h1>static v1</h1>');
+    assert.equal(await text('/about/'), '200 about');
+    assert.equal(await text('/client/route'), '200 <h1>static v1</h1>'); // single-page fallback
+    assert.equal(await text('/missing.js'), '404 Not found\n');
+    for (const p of ['/..%2f..%2fetc%2fpasswd', '/../../etc/passwd', '/%2e%2e/%2e%2e/etc/hostname']) assert.doesNotMatch((await text(p))!, /root:|^200 [^<]/, p);
+    let meta = (await d.get('/logs/1')).text;
+    assert.match(meta, /"project_type": "static",\n {2}"serve_type": "static"/);
+
+    const py = repo.commit(
+      {
+        'index.html': null,
+        'about/index.html': null,
+        'requirements.txt': '',
+        'app.py': [
+          'import os, http.server',
+          'class H(http.server.BaseHTTPRequestHandler):',
+          '    def do_GET(self):',
+          '        self.send_response(200); self.end_headers(); self.wfile.write(("python " + os.environ["GIT_COMMIT"]).encode())',
+          'http.server.HTTPServer(("127.0.0.1", int(os.environ["PORT"])), H).serve_forever()',
+          '',
+        ].join('\n'),
+      },
+      'python app',
+    );
+    await push(d, repo, py);
+    s = await settled(d);
+    assert.equal(s.current_release, `002-${py}`, JSON.stringify(s.last_failed_deployment));
+    assert.equal(await text(), `200 python ${py}`);
+    meta = (await d.get('/logs/2')).text;
+    assert.match(meta, /"project_type": "python",\n {2}"serve_type": "python"/);
+    assert.match(meta, /python3 -m pip install .* --target \.pydeps -r requirements.txt/);
+
+    const spa = repo.commit(
+      {
+        'requirements.txt': null,
+        'app.py': null,
+        'package.json': JSON.stringify({ name: 'spa', version: '1.0.0', scripts: { build: "node -e \"require('fs').mkdirSync('dist');require('fs').writeFileSync('dist/index.html','spa built')\"" } }),
+      },
+      'front-end',
+    );
+    await push(d, repo, spa);
+    s = await settled(d);
+    assert.equal(s.current_release, `003-${spa}`, JSON.stringify(s.last_failed_deployment));
+    assert.equal(await text(), '200 spa built');
+    assert.match((await d.get('/logs/3')).text, /"project_type": "node",\n {2}"serve_type": "static"/);
+  });
+
   it('a restart keeps history and logs, restarts the current release; the supervisor restarts a dead app', async () => {
     const repo = new Repo();
     const a = repo.commit(nodeApp('a'));
