@@ -46,9 +46,10 @@ export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: Cha
   for (const r of routes) {
     const verb = r.spec.method === 'SSE' ? 'GET' : r.spec.method;
     for (const p of [r.spec.path, ...r.spec.aliases]) {
-      const key = `${verb} ${p}`;
+      // Parameter names do not tell routes apart: /a/:x and /a/:y are the same route.
+      const key = `${verb} ${p.replace(/:[A-Za-z]\w*/g, ':')}`;
       const other = seen.get(key);
-      if (other) throw new Error(`${r.spec.source}: ${key} of ${r.spec.id} is already served by ${other}`);
+      if (other) throw new Error(`${r.spec.source}: ${verb} ${p} of ${r.spec.id} is already served by ${other}`);
       seen.set(key, r.spec.id);
       if (verb === 'WS') ws.push({ match: match(toRouterPath(p), { decode: decodeURIComponent }), route: r });
       else router.register(toRouterPath(p), [verb], compileChain(r, svc) as any);
