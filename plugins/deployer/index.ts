@@ -24,8 +24,8 @@ export default definePlugin<DeployerConfig>({
     if (problem) throw new Error(problem);
     fs.mkdirSync(path.join(cfg.root, 'logs'), { recursive: true });
 
-    const store = new StateStore(ctx.store('state'));
-    await store.load();
+    const store = new StateStore(path.join(ctx.node.dataDir, 'deployer', 'state.json'));
+    store.load();
     // Our apps carry the deploy root in their env: a pid left by a crashed run is stopped only if it is ours.
     const marker = cfg.root;
     await Supervisor.reapOrphan(store.state.app_pid, marker, ctx.log);

@@ -1,9 +1,10 @@
 /**
  * What survives a restart of the service: releases, deployment history, the last failure, the pending
- * slot, delivery ids already seen, the running app's pid. One document in the plugin's store, written
- * after every change (writes are serialised).
+ * slot, delivery ids already seen, the running app's pid.
  */
-import type { Datastore } from '../../core/plugin-api.ts';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
 import type { Command } from './proc.ts';
 import type { DeployRequest } from './queue.ts';
 
@@ -82,29 +83,58 @@ export function emptyState(): State {
   return { seq: 0, attempts: 0, current: null, releases: [], history: [], last_failed: null, failed_count: 0, deliveries: [], pending: null, in_progress: null, app_pid: null };
 }
 
+/**
+ * The state as one JSON file, replaced atomically (temp file, fsync, rename) so a crash leaves the old or
+ * the new version, never a mix. Saves requested while one is waiting are merged into it.
+ */
 export class StateStore {
   state: State = emptyState();
-  private writing: Promise<unknown> = Promise.resolve();
+  private writing: Promise<void> = Promise.resolve();
+  private queued: Promise<void> | null = null;
 
-  constructor(private readonly db: Datastore) {}
+  constructor(private readonly file: string) {}
 
-  async load(): Promise<State> {
-    const doc = (await this.db.findOne({ _id: 'deployer' })) as (State & { _id: string }) | null;
-    if (doc) {
-      const { _id, ...rest } = doc;
-      this.state = { ...emptyState(), ...rest };
+  load(): State {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.file, 'utf8');
+    } catch {
+      return this.state; // first start
+    }
+    try {
+      this.state = { ...emptyState(), ...JSON.parse(text) };
+    } catch (e) {
+      throw new Error(`${this.file} is not valid JSON (${(e as Error).message}); move it away to start with an empty history`);
     }
     return this.state;
   }
 
-  /** Persist the current state (queued behind earlier writes; failures are returned, not thrown). */
-  save(): Promise<unknown> {
+  /** Persist the current state; resolves once a write that includes every change made so far is on disk. */
+  save(): Promise<void> {
+    if (this.queued) return this.queued;
+    const next = this.writing.then(() => {
+      this.queued = null;
+      return this.write();
+    });
+    this.queued = next;
+    this.writing = next.catch(() => {});
+    return next;
+  }
+
+  private async write(): Promise<void> {
     const s = this.state;
     if (s.history.length > HISTORY) s.history.length = HISTORY;
     if (s.deliveries.length > DELIVERIES) s.deliveries.splice(0, s.deliveries.length - DELIVERIES);
-    const snapshot = structuredClone(s);
-    this.writing = this.writing.then(() => this.db.update({ _id: 'deployer' }, { _id: 'deployer', ...snapshot }, { upsert: true })).catch((e) => e);
-    return this.writing;
+    const tmp = `${this.file}.tmp`;
+    await fsp.mkdir(path.dirname(this.file), { recursive: true });
+    const fh = await fsp.open(tmp, 'w');
+    try {
+      await fh.writeFile(JSON.stringify(s));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fsp.rename(tmp, this.file);
   }
 
   currentRelease(): Release | undefined {
