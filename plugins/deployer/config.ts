@@ -62,6 +62,6 @@ export function configProblem(c: DeployerConfig): string | null {
   if (c.signatureVerify && !c.webhookSecret)
     return 'WEBHOOK_SIGNATURE_VERIFY is true but WEBHOOK_SECRET is empty: set the secret the git host signs with, or turn verification off';
   if (['/status', '/health'].includes(c.webhookPath) || c.webhookPath.startsWith('/logs/'))
-    return `WEBHOOK_PATH ${c.webhookPath} collides with a status, health or logs route`;
+    return `WEBHOOK_PATH ${c.webhookPath} is also the path of a status, health or logs route; choose another`;
   return null;
 }

@@ -22,6 +22,7 @@ export default definePlugin<DeployerConfig>({
     const cfg = ctx.config;
     const problem = configProblem(cfg);
     if (problem) throw new Error(problem);
+    if (cfg.appPort === ctx.node.api.port) throw new Error(`APP_PORT ${cfg.appPort} is the service's own port (WEBHOOK_PORT); the app needs another`);
     fs.mkdirSync(path.join(cfg.root, 'logs'), { recursive: true });
 
     const store = new StateStore(path.join(ctx.node.dataDir, 'deployer', 'state.json'));

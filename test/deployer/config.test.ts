@@ -84,6 +84,8 @@ describe('deployer configuration', function () {
     assert.match((await startError({ ...BASE, PROJECT_TYPE: 'cobol' }))!, /^PROJECT_TYPE: must be one of auto, node, python, static/);
     assert.match((await startError({ ...BASE, GIT_BRANCH: '-x' }))!, /^GIT_BRANCH: must match/);
     assert.match((await startError({ ...BASE, WEBHOOK_SIGNATURE_VERIFY: 'true' }))!, /WEBHOOK_SIGNATURE_VERIFY is true but WEBHOOK_SECRET is empty/);
+    assert.match((await startError({ ...BASE, WEBHOOK_PATH: '/status' }))!, /WEBHOOK_PATH \/status is also the path of a status/);
+    assert.match((await startError({ ...BASE, WEBHOOK_PORT: '3000' }))!, /APP_PORT 3000 is the service's own port/);
     assert.equal(await startError({ ...BASE, WEBHOOK_SIGNATURE_VERIFY: 'true', WEBHOOK_SECRET: 's' }), null);
   });
 

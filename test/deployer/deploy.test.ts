@@ -328,6 +328,28 @@ describe('deployer deployments (real git, npm and app)', function () {
     assert.match((await d.get('/logs/3')).text, /"project_type": "node",\n {2}"serve_type": "static"/);
   });
 
+  it('a restart during a deployment: the interrupted commit waits in the slot and deploys after the restart', async () => {
+    const repo = new Repo();
+    cleanup.push(() => repo.remove());
+    const a = repo.commit(nodeApp('a'));
+    const root = tempDir();
+    let d = await deployer(repo, {}, root);
+    await push(d, repo, a);
+    await settled(d);
+    const slow = repo.commit(nodeApp('slow', { build: 'setTimeout(() => {}, 1500)' }));
+    await push(d, repo, slow);
+    await waitFor(async () => (await d.get('/status')).json.stage === 'building', 'the building stage');
+    await d.close({ keepRoot: true });
+
+    d = await deployer(repo, { APP_PORT: String(d.appPort) }, root);
+    cleanup.push(() => d.close());
+    const s = await settled(d);
+    assert.equal(s.current_release, `002-${slow}`);
+    assert.equal(s.failed_commits_count, undefined, 'a shutdown is not a failed commit');
+    assert.equal((await appSays(d.appPort)).commit, slow);
+    assert.match((await d.get(`/logs/${slow}-FAILED?format=json`)).json.content, /interrupted: the service is stopping/);
+  });
+
   it('a restart keeps history and logs, restarts the current release; the supervisor restarts a dead app', async () => {
     const repo = new Repo();
     const a = repo.commit(nodeApp('a'));
