@@ -2,22 +2,17 @@
  * A route table: one immutable snapshot of bound routes and the router serving them. Reloads build a new
  * table and swap it in one assignment; a request keeps the table it started with.
  */
-import Router from '@koa/router';
-import { match, type MatchFunction } from 'path-to-regexp';
-import type { Middleware } from 'koa';
+import type { Context, Next } from 'koa';
 import { compileChain, type BoundRoute, type ChainServices } from './chain.ts';
-import { toRouterPath, type Manifest } from './manifest.ts';
-
-export interface WsRoute {
-  match: MatchFunction<Record<string, string>>;
-  route: BoundRoute;
-}
+import type { Manifest } from './manifest.ts';
+import { RouteMatcher } from './router.ts';
 
 export interface RouteTable {
   manifests: Manifest[];
   routes: BoundRoute[];
-  middleware: Middleware;
-  ws: WsRoute[];
+  /** Serves the request if a route matches, else passes it on (404). */
+  middleware: (ctx: Context, next: Next) => unknown;
+  ws: RouteMatcher<BoundRoute>;
   builtAt: number;
   /** Requests being served on this table; a replaced table's plugins are disposed once it drains. */
   active: number;
@@ -40,20 +35,27 @@ export function drained(table: RouteTable, maxMs: number): Promise<void> {
 }
 
 export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: ChainServices): RouteTable {
-  const router = new Router();
-  const ws: WsRoute[] = [];
+  const http = new RouteMatcher<(ctx: Context) => Promise<void>>();
+  const ws = new RouteMatcher<BoundRoute>();
   const seen = new Map<string, string>();
   for (const r of routes) {
     const verb = r.spec.method === 'SSE' ? 'GET' : r.spec.method;
+    const serve = verb === 'WS' ? undefined : compileChain(r, svc);
     for (const p of [r.spec.path, ...r.spec.aliases]) {
       // Parameter names do not tell routes apart: /a/:x and /a/:y are the same route.
-      const key = `${verb} ${p.replace(/:[A-Za-z]\w*/g, ':')}`;
+      const key = `${verb} ${p.toLowerCase().replace(/:[a-z]\w*/g, ':')}`;
       const other = seen.get(key);
       if (other) throw new Error(`${r.spec.source}: ${verb} ${p} of ${r.spec.id} is already served by ${other}`);
       seen.set(key, r.spec.id);
-      if (verb === 'WS') ws.push({ match: match(toRouterPath(p), { decode: decodeURIComponent }), route: r });
-      else router.register(toRouterPath(p), [verb], compileChain(r, svc) as any);
+      if (serve) http.add(verb, p, serve);
+      else ws.add('WS', p, r);
     }
   }
-  return { manifests, routes, middleware: router.routes() as unknown as Middleware, ws, builtAt: Date.now(), active: 0 };
+  const middleware = (ctx: Context, next: Next) => {
+    const found = http.find(ctx.method === 'HEAD' ? 'GET' : ctx.method, ctx.path);
+    if (!found) return next();
+    ctx.params = found.params;
+    return found.value(ctx);
+  };
+  return { manifests, routes, middleware, ws, builtAt: Date.now(), active: 0 };
 }

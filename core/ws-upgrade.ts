@@ -40,14 +40,8 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
     if (!deps.ready()) return refuse(503);
     const url = new URL(req.url ?? '/', 'http://node');
     const table = deps.table();
-    let hit: { route: RouteTable['ws'][number]['route']; params: Record<string, string> } | undefined;
-    for (const w of table?.ws ?? []) {
-      const m = w.match(url.pathname);
-      if (m) {
-        hit = { route: w.route, params: m.params as Record<string, string> };
-        break;
-      }
-    }
+    const found = table?.ws.find('WS', url.pathname);
+    const hit = found && { route: found.value, params: { ...found.params } };
     if (!hit) return refuse(404);
     const r = hit.route;
     const secure = (req.socket as { encrypted?: boolean }).encrypted === true;
