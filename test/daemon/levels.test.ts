@@ -29,8 +29,11 @@ describe('daemon permission levels and operator controls (real litecoind)', func
     node = await startDaemonNode(ltc, { cache: { ttlMs: 0, blockTtlMs: 0 } }, { onHandler: (route, caller) => reached.push({ route, who: caller.legacyid }) });
   });
   after(async () => {
-    await node?.close();
-    await ltc?.stop();
+    try {
+      await node?.close();
+    } finally {
+      await ltc?.stop();
+    }
   });
 
   const send = (r: (typeof routes)[number], headers?: Record<string, string>) =>

@@ -24,8 +24,11 @@ describe('daemon raw transactions against a real litecoind', function () {
     node = await startDaemonNode(ltc, { cache: { ttlMs: 0, blockTtlMs: 0 } });
   });
   after(async () => {
-    await node?.close();
-    await ltc?.stop();
+    try {
+      await node?.close();
+    } finally {
+      await ltc?.stop();
+    }
   });
 
   /** An unsigned transaction spending one wallet output to the payee. */

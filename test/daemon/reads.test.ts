@@ -53,8 +53,11 @@ describe('daemon reads against a real litecoind', function () {
     node = await startDaemonNode(ltc, { cache: { ttlMs: 0, blockTtlMs: 0 } });
   });
   after(async () => {
-    await node?.close();
-    await ltc?.stop();
+    try {
+      await node?.close();
+    } finally {
+      await ltc?.stop();
+    }
   });
 
   it('help, whole and for one call (path or query)', async () => {

@@ -14,8 +14,11 @@ describe('daemon relay (real litecoind)', function () {
     node = await startDaemonNode(ltc, { cache: { ttlMs: 0, blockTtlMs: 0 } });
   });
   after(async () => {
-    await node?.close();
-    await ltc?.stop();
+    try {
+      await node?.close();
+    } finally {
+      await ltc?.stop();
+    }
   });
 
   it('answers the daemon result as the envelope data', async () => {

@@ -23,8 +23,11 @@ describe('daemon service: cache against a real litecoind', function () {
     node = await startDaemonNode(ltc, { cache: { ttlMs: 1000, blockTtlMs: 10_000, maxEntries: 50 } }, { clock });
   });
   after(async () => {
-    await node?.close();
-    await ltc?.stop();
+    try {
+      await node?.close();
+    } finally {
+      await ltc?.stop();
+    }
   });
 
   it('reuses the block count until its TTL passes on the host clock', async () => {
