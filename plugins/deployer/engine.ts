@@ -93,7 +93,7 @@ export class Engine {
     const active: Active = { request: req, attempt, stage: 'starting', commit: req.commit, rollbackCommit: previous?.commit ?? null, startedAt: this.clock.now(), abort };
     this.active = active;
     const blog = new BuildLog(this.logsDir, attempt);
-    s.in_progress = { attempt, commit: req.commit, dir: null, log_file: blog.file, started_at: new Date(active.startedAt).toISOString() };
+    s.in_progress = { attempt, commit: req.commit, dir: null, log_file: blog.file, started_at: new Date(active.startedAt).toISOString(), request: req };
     await this.store.save();
 
     const stages: Deployment['stages'] = [];
@@ -348,7 +348,7 @@ export class Engine {
     };
   }
 
-  /** After a restart: a deployment the service died in is recorded as failed and its folder removed. */
+  /** After a crash: the deployment the service died in is logged as interrupted, its folder removed, its request queued again. */
   async recover(): Promise<void> {
     const s = this.store.state;
     const ip = s.in_progress;
@@ -356,23 +356,23 @@ export class Engine {
       if (ip.dir) fs.rmSync(ip.dir, { recursive: true, force: true });
       const logFile = `${ip.commit ?? `attempt-${ip.attempt}`}-FAILED.log`;
       try {
-        fs.appendFileSync(path.join(this.logsDir, ip.log_file), `\n=== Deployment Failed ===\ninterrupted: the service stopped during this deployment\n`);
+        fs.appendFileSync(path.join(this.logsDir, ip.log_file), `\n=== Deployment Failed ===\ninterrupted: the service stopped during this deployment (crash)\n`);
         fs.renameSync(path.join(this.logsDir, ip.log_file), path.join(this.logsDir, logFile));
       } catch {
         /* the log was not written yet */
       }
       const now = this.clock.now();
-      if (ip.commit) {
-        s.last_failed = { commit: ip.commit.slice(0, 7), commit_full: ip.commit, failed_at: new Date(now).toISOString(), reason: 'interrupted' };
-        s.failed_count++;
-      }
+      // Like a clean stop, a crash is no verdict on the commit: it deploys again unless a newer one waits.
+      // Only once: a deployment that takes the service down with it must not do so in a loop.
+      const again = ip.request && !ip.request.resumed && !s.pending;
+      if (again) s.pending = { ...ip.request!, resumed: true };
       s.history.unshift({
         attempt: ip.attempt, status: 'failed', commit: ip.commit, commit_message: '', reason: 'interrupted', detail: 'the service stopped during this deployment',
         started_at: isoSeconds(Date.parse(ip.started_at)), finished_at: isoSeconds(now), duration_seconds: Math.round((now - Date.parse(ip.started_at)) / 1000),
         stages: [], log_file: logFile, delivery_id: '', provider: '',
       });
       s.in_progress = null;
-      this.log.warn({ attempt: ip.attempt, commit: ip.commit }, 'a deployment was interrupted by a restart; recorded as failed');
+      this.log.warn({ attempt: ip.attempt, commit: ip.commit, queuedAgain: again }, 'a deployment was interrupted by a crash of the service');
     }
     // Folders no release names (leftovers of a crash) go.
     const known = new Set(s.releases.map((r) => path.basename(r.dir)));

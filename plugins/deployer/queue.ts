@@ -13,6 +13,8 @@ export interface DeployRequest {
   deliveryId: string;
   /** Epoch ms. */
   receivedAt: number;
+  /** Queued again after the service crashed during its deployment (never twice: no crash loop). */
+  resumed?: boolean;
 }
 
 export class DeployQueue {

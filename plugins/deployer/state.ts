@@ -60,6 +60,8 @@ export interface InProgress {
   dir: string | null;
   log_file: string;
   started_at: string;
+  /** Deployed again after a crash of the service (unless a newer request waits). */
+  request?: DeployRequest;
 }
 
 export interface State {

@@ -1,12 +1,9 @@
 /** `npm run deployer`: configuration entirely from env, validated at start with messages naming the variable. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { REPO_ROOT } from '../../core/config.ts';
 import { createDeployerHost, deployerConfigFromEnv, describeStartError } from '../../core/deployer-host.ts';
 import { createAjv } from '../../core/schema.ts';
 import { configSchema } from '../../plugins/deployer/config.ts';
-import { Repo, freePort, nodeApp, tempDir, testEnv, waitFor } from './support.ts';
+import { Repo, freePort, nodeApp, runCli, tempDir, testEnv, waitFor } from './support.ts';
 
 const BASE = { GIT_REPO_URL: '/srv/repo.git', APP_PORT: '3000', DEPLOY_ROOT: '/tmp/deployer-config-test' };
 
@@ -22,20 +19,6 @@ async function startError(env: Record<string, string>): Promise<string | null> {
   } finally {
     await host?.close();
   }
-}
-
-/** Run the real entry point (`npm run deployer` runs `tsx core/cli/deployer.ts`). */
-function runCli(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/deployer.ts')], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (b) => (out += b));
-  child.stderr.on('data', (b) => (out += b));
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { child, exited, output: () => out };
 }
 
 describe('deployer configuration', function () {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
-import { Repo, appSays, fixture, freePort, githubExample, githubPush, nodeApp, settled, startDeployer, tempDir, testEnv, waitFor, type TestDeployer } from './support.ts';
+import { Repo, appSays, findAppPid, fixture, freePort, runCli, githubExample, githubPush, nodeApp, settled, startDeployer, tempDir, testEnv, waitFor, type TestDeployer } from './support.ts';
 
 const SECRET = 'deploy-secret';
 
@@ -139,7 +139,8 @@ describe('deployer deployments (real git, npm and app)', function () {
   it('a failing health check rolls back; the first deployment failing leaves the app stopped', async () => {
     const repo = new Repo();
     const silent = repo.commit(nodeApp('silent', { serve: false }));
-    const d = track(await deployer(repo, { HEALTH_CHECK_RETRIES: '3', HEALTH_CHECK_DELAY: '0.2' }), repo);
+    // The default test window (10 × 0.3 s): a tighter one fails good releases on a loaded machine.
+    const d = track(await deployer(repo), repo);
     await push(d, repo, silent);
     let s = await settled(d);
     assert.equal(s.current_release, null);
@@ -163,7 +164,8 @@ describe('deployer deployments (real git, npm and app)', function () {
   it('the DEPLOYMENT_TIMEOUT watchdog stops a hung build and rolls back', async () => {
     const repo = new Repo();
     const good = repo.commit(nodeApp('good'));
-    const d = track(await deployer(repo, { DEPLOYMENT_TIMEOUT: '3' }), repo);
+    // Long enough for the good release on a loaded machine, short for the test.
+    const d = track(await deployer(repo, { DEPLOYMENT_TIMEOUT: '6' }), repo);
     await push(d, repo, good);
     await settled(d);
     const hung = repo.commit(nodeApp('hung', { build: 'setTimeout(() => {}, 600000)' }));
@@ -350,6 +352,60 @@ describe('deployer deployments (real git, npm and app)', function () {
     assert.match((await d.get(`/logs/${slow}-FAILED?format=json`)).json.content, /interrupted: the service is stopping/);
   });
 
+  it('a crash of the service: its orphaned app is replaced, an interrupted deployment is queued again', async () => {
+    const repo = new Repo();
+    cleanup.push(() => repo.remove());
+    const a = repo.commit(nodeApp('a'));
+    const port = await freePort();
+    const env = testEnv(repo, await freePort(), tempDir(), { WEBHOOK_PORT: String(port) });
+    const appPort = Number(env.APP_PORT);
+    const cli = (): Promise<TestDeployer> =>
+      waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok, 'the service').then(() => ({
+        get: (p: string) => fetch(`http://127.0.0.1:${port}${p}`).then(async (r) => ({ status: r.status, json: await r.json() })),
+        github: (event: string, payload: unknown) =>
+          fetch(`http://127.0.0.1:${port}/webhook`, { method: 'POST', body: JSON.stringify(payload), headers: { 'content-type': 'application/json', 'x-github-event': event } }),
+        env,
+      }) as unknown as TestDeployer);
+
+    let run = runCli(env);
+    cleanup.push(() => void run.child.kill('SIGKILL'));
+    let d = await cli();
+    await d.github('push', githubPush(repo, a));
+    await settled(d);
+    const orphan = (await waitFor(() => findAppPid(appPort), 'the app'))!;
+    run.child.kill('SIGKILL');
+    await run.exited;
+    assert.equal((await appSays(appPort)).commit, a, 'the app outlives a crashed service');
+
+    run = runCli(env);
+    d = await cli();
+    const replaced = (await waitFor(() => {
+      const pid = findAppPid(appPort);
+      return pid && pid !== orphan ? pid : null;
+    }, 'a new app process'))!;
+    assert.ok(replaced);
+    // Stopped: gone, or a zombie waiting for init to reap it.
+    const state = fs.existsSync(`/proc/${orphan}/stat`) ? fs.readFileSync(`/proc/${orphan}/stat`, 'utf8').split(') ')[1][0] : 'gone';
+    assert.ok(state === 'gone' || state === 'Z', `the orphan was stopped (state ${state})`);
+    await waitFor(async () => (await appSays(appPort))?.commit === a, 'the app');
+
+    const slow = repo.commit(nodeApp('slow', { build: 'setTimeout(() => {}, 1500)' }));
+    await d.github('push', githubPush(repo, slow));
+    await waitFor(async () => (await d.get('/status')).json.stage === 'building', 'the building stage');
+    run.child.kill('SIGKILL');
+    await run.exited;
+
+    run = runCli(env);
+    d = await cli();
+    const s = await settled(d);
+    assert.equal(s.current_release, `002-${slow}`);
+    assert.equal(s.failed_commits_count, undefined);
+    assert.equal((await appSays(appPort)).commit, slow);
+    assert.match((await d.get(`/logs/${slow}-FAILED?format=json`)).json.content, /interrupted: the service stopped during this deployment \(crash\)/);
+    run.child.kill('SIGTERM');
+    await run.exited;
+  });
+
   it('a restart keeps history and logs, restarts the current release; the supervisor restarts a dead app', async () => {
     const repo = new Repo();
     const a = repo.commit(nodeApp('a'));
@@ -374,24 +430,9 @@ describe('deployer deployments (real git, npm and app)', function () {
     assert.equal(answer.commit, a);
 
     // Kill the app behind the supervisor's back: it is started again.
-    const appPid = (await waitFor(() => findPid(d.appPort), 'the app process'))!;
+    const appPid = (await waitFor(() => findAppPid(d.appPort), 'the app process'))!;
     process.kill(appPid, 'SIGKILL');
-    await waitFor(async () => (await appSays(d.appPort))?.commit === a && findPid(d.appPort) !== appPid, 'the restarted app');
+    await waitFor(async () => (await appSays(d.appPort))?.commit === a && findAppPid(d.appPort) !== appPid, 'the restarted app');
     assert.equal((await d.get('/health')).json.supervisor_status, 'RUNNING');
   });
 });
-
-/** The pid of the node process serving the app (found by the PORT in its environment). */
-function findPid(port: number): number | null {
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const env = fs.readFileSync(`/proc/${e}/environ`, 'utf8').split('\0');
-      const cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8');
-      if (env.includes(`PORT=${port}`) && cmd.includes('server.js') && cmd.startsWith('node')) return Number(e);
-    } catch {
-      /* gone */
-    }
-  }
-  return null;
-}

@@ -3,13 +3,14 @@
  * commit id, the real deployer host configured from env, and GitHub payloads from @octokit/webhooks-examples
  * re-pointed at the temp repository.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { sign } from '@octokit/webhooks-methods';
+import { REPO_ROOT } from '../../core/config.ts';
 import { createDeployerHost, deployerConfigFromEnv } from '../../core/deployer-host.ts';
 import type { Host } from '../../core/host.ts';
 
@@ -221,4 +222,33 @@ export async function appSays(port: number): Promise<any> {
   } catch {
     return null;
   }
+}
+
+/** Run the real entry point (`npm run deployer` runs `tsx core/cli/deployer.ts`) as its own process. */
+export function runCli(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/deployer.ts')], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (b) => (out += b));
+  child.stderr.on('data', (b) => (out += b));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, exited, output: () => out };
+}
+
+/** The pid of the node process serving the test app on `port` (found by the PORT in its environment). */
+export function findAppPid(port: number): number | null {
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const env = fs.readFileSync(`/proc/${e}/environ`, 'utf8').split('\0');
+      const cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8');
+      if (env.includes(`PORT=${port}`) && cmd.includes('server.js') && cmd.startsWith('node')) return Number(e);
+    } catch {
+      /* gone */
+    }
+  }
+  return null;
 }
