@@ -1,0 +1,216 @@
+/**
+ * The block scanner: from the configured start height it applies every block the daemon has, then polls
+ * for new ones. Before going on it checks that the daemon still holds the last indexed block; when not
+ * (a reorganisation), it walks back to the highest height where both agree and undoes the blocks above.
+ * Stopping finishes the block in hand and nothing more.
+ */
+import { setMaxListeners } from 'node:events';
+import { RpcError, type RpcClient } from '../../core/plugin-api.ts';
+import { parseBlock } from './block.ts';
+import { BlockFetcher } from './fetch.ts';
+import { IndexInconsistentError, type ExplorerStore } from './store.ts';
+
+export interface ScannerLog {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ScannerOptions {
+  startHeight: number;
+  /** Wait between tip polls once caught up. */
+  pollMs: number;
+  /** Wait after a failure (daemon down, bad answer) before trying again. */
+  retryMs: number;
+  /** Blocks fetched ahead of the one being applied; also the most blocks written in one run. */
+  prefetch: number;
+  log: ScannerLog;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+const unlimited = () => {
+  const ac = new AbortController();
+  setMaxListeners(0, ac.signal);
+  return ac.signal;
+};
+
+/** The daemon's chain changed under a call (a height gone, a block unknown): look again at once. */
+const chainMoved = (e: unknown) => e instanceof RpcError && e.kind === 'rpc' && (e.code === -8 || e.code === -5);
+
+export class Scanner {
+  /** Blocks and transactions applied since this scanner was made. */
+  readonly stats = { blocks: 0, txs: 0, reorgs: 0, undone: 0 };
+  lastError: string | null = null;
+  /** The daemon's height at the last poll. */
+  daemonHeight: number | null = null;
+  private loop: Promise<void> | null = null;
+  private ac: AbortController | null = null;
+  private opened = false;
+
+  constructor(
+    private readonly rpc: RpcClient,
+    readonly store: ExplorerStore,
+    private readonly opts: ScannerOptions,
+  ) {}
+
+  get running(): boolean {
+    return this.loop !== null;
+  }
+
+  /** Start following the daemon in the background (no effect when running). */
+  start(): void {
+    if (this.loop) return;
+    const ac = new AbortController();
+    setMaxListeners(0, ac.signal); // every look-ahead RPC listens to it
+    this.ac = ac;
+    this.loop = this.run(ac.signal).finally(() => {
+      if (this.ac === ac) {
+        this.ac = null;
+        this.loop = null;
+      }
+    });
+  }
+
+  /** Stop after the block being applied; resolves once stopped. */
+  async stop(): Promise<void> {
+    const loop = this.loop;
+    this.ac?.abort();
+    await loop;
+  }
+
+  /** Open the store (recovery) once, then bring the index to the daemon's tip; returns the scanned tip height. */
+  async catchUp(signal: AbortSignal = unlimited()): Promise<number | null> {
+    await this.ensureOpen();
+    for (;;) {
+      try {
+        if (!(await this.step(signal)) || signal.aborted) break;
+      } catch (e) {
+        if (!chainMoved(e)) throw e;
+      }
+    }
+    return this.store.tip()?.height ?? null;
+  }
+
+  /** Undo down to `height` (exactly when the undo records reach, else rebuild from the start height). */
+  async rollbackTo(height: number): Promise<void> {
+    await this.ensureOpen();
+    const low = this.store.lowestUndoTarget();
+    if (low === null || height < low) {
+      this.opts.log.warn({ height, lowest: low }, 'explorer: rescan below the kept undo records; rebuilding from the start height');
+      await this.store.drop();
+      return;
+    }
+    while ((this.store.tip()?.height ?? -Infinity) > height) {
+      await this.store.undoTip();
+      this.stats.undone++;
+    }
+  }
+
+  async drop(): Promise<void> {
+    await this.ensureOpen();
+    await this.store.drop();
+  }
+
+  private async ensureOpen(): Promise<void> {
+    if (this.opened) return;
+    try {
+      await this.store.open();
+    } catch (e) {
+      if (!(e instanceof IndexInconsistentError)) throw e;
+      this.opts.log.error({ err: e.message }, 'explorer: index inconsistent; rebuilding from the start height');
+      await this.store.drop();
+    }
+    this.opened = true;
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.ensureOpen();
+        const moved = await this.step(signal);
+        this.lastError = null;
+        if (!moved) await sleep(this.opts.pollMs, signal);
+      } catch (e) {
+        if (signal.aborted) break;
+        if (chainMoved(e)) continue;
+        this.lastError = (e as Error).message;
+        this.opts.log.warn({ err: this.lastError }, 'explorer: block processing failed; retrying');
+        // A failed write may leave a block half-applied in memory: open again runs the recovery.
+        this.opened = false;
+        await sleep(this.opts.retryMs, signal);
+      }
+    }
+  }
+
+  /** One look at the daemon: roll back a reorganisation or apply what is new. False when nothing to do. */
+  private async step(signal: AbortSignal): Promise<boolean> {
+    const count = await this.rpc.call<number>('getblockcount', [], { signal });
+    this.daemonHeight = count;
+    const tip = this.store.tip();
+    if (tip && tip.height >= 0) {
+      const theirs = tip.height <= count ? await this.rpc.call<string>('getblockhash', [tip.height], { signal }) : null;
+      if (theirs !== tip.hash) {
+        await this.rollback(count, signal);
+        return true;
+      }
+    }
+    const from = tip ? tip.height + 1 : this.opts.startHeight;
+    if (from > count) return false;
+    const fetcher = new BlockFetcher(this.rpc, from, count, { window: this.opts.prefetch, signal });
+    for (;;) {
+      // Everything already fetched goes in one atomic run: fewer writes per block while catching up.
+      const raws = await fetcher.take(this.opts.prefetch);
+      if (!raws.length) break;
+      const blocks = raws.map(parseBlock);
+      const cur = this.store.tip();
+      let keep = 0;
+      let expect = cur;
+      for (const b of blocks) {
+        // The chain moved while fetching ahead: stop there, the next step finds the fork.
+        if (expect && (b.prev !== expect.hash || b.height !== expect.height + 1)) break;
+        expect = { height: b.height, hash: b.hash };
+        keep++;
+      }
+      await this.store.applyBlocks(blocks.slice(0, keep));
+      this.stats.blocks += keep;
+      for (let i = 0; i < keep; i++) this.stats.txs += blocks[i].txCount;
+      if (keep < blocks.length || signal.aborted) break;
+    }
+    return true;
+  }
+
+  /** Walk back to the highest height where the index and the daemon hold the same block; undo above it. */
+  private async rollback(count: number, signal: AbortSignal): Promise<void> {
+    const tip = this.store.tip()!;
+    const low = this.store.lowestUndoTarget();
+    let h = tip.height;
+    for (;;) {
+      if (low === null || h < low) {
+        this.opts.log.error({ tip: tip.height, lowest: low }, 'explorer: reorganisation deeper than the kept undo records; rebuilding');
+        await this.store.drop();
+        return;
+      }
+      const ours = this.store.hashAt(h);
+      const theirs = h >= 0 && h <= count ? await this.rpc.call<string>('getblockhash', [h], { signal }) : null;
+      if (ours !== null && ours === theirs) break;
+      h--;
+    }
+    this.stats.reorgs++;
+    this.opts.log.info({ from: tip.height, fork: h }, 'explorer: reorganisation; undoing blocks above the fork');
+    while (this.store.tip()!.height > h) {
+      await this.store.undoTip();
+      this.stats.undone++;
+    }
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * Explorer test support: chain activity on a real litecoind (payments between wallet addresses, multi-output
+ * payments, spends of unconfirmed change), and the check of an index against the daemon's own UTXO set
+ * (`scantxoutset`) and against transaction lists recomputed from the raw blocks.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import NeDB from 'nedb-promises';
+import { createRpcClient, type RpcClient } from '../../core/rpc.ts';
+import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
+import { NedbExplorerStore, type NedbStoreOptions } from '../../plugins/explorer/nedb-store.ts';
+import { Scanner } from '../../plugins/explorer/scanner.ts';
+import type { Regtest } from '../support/litecoind.ts';
+
+export const silent = { info() {}, warn() {}, error() {} };
+
+/** What an index answers per address (the store itself, or the HTTP routes). */
+export interface IndexReader {
+  utxos(address: string): Promise<{ txid: string; vout: number; satoshis: number; height: number }[]>;
+  balance(address: string): Promise<number | bigint>;
+  transactions(address: string): Promise<{ txid: string; height: number }[]>;
+}
+
+export function rpcFor(ltc: Regtest): RpcClient {
+  return createRpcClient({ url: ltc.url, user: ltc.user, password: ltc.password, name: 'daemon' });
+}
+
+/** A file-backed store and scanner over `file` (a new instance reads the file again, as after a restart). */
+export function openIndex(ltc: Regtest, file: string, opts: Partial<NedbStoreOptions> & { startHeight?: number; prefetch?: number } = {}) {
+  const store = new NedbExplorerStore(NeDB.create({ filename: file, autoload: true }), { undoDepth: opts.undoDepth ?? 1000, faultAt: opts.faultAt });
+  const scanner = new Scanner(rpcFor(ltc), store, { startHeight: opts.startHeight ?? 0, pollMs: 50, retryMs: 50, prefetch: opts.prefetch ?? 8, log: silent });
+  return { store, scanner };
+}
+
+export function indexFile(dir: string, name = 'index.db'): string {
+  return path.join(dir, name);
+}
+
+/** Several wallet addresses of each kind. */
+export async function walletAddresses(ltc: Regtest, n = 6): Promise<string[]> {
+  const kinds = ['legacy', 'bech32', 'p2sh-segwit'];
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) out.push(await ltc.rpc.call<string>('getnewaddress', ['', kinds[i % kinds.length]]));
+  return out;
+}
+
+const coins = (sats: number) => (sats / 1e8).toFixed(8);
+
+/**
+ * One round of activity, then one block mined to `minerTo`: a multi-output payment, a raw transaction that
+ * spends its still unconfirmed change (created and spent in the same block) paying two addresses, and a
+ * single payment (the wallet picks its coins, unconfirmed change included).
+ */
+export async function activity(ltc: Regtest, addrs: string[], round: number, minerTo = addrs[round % addrs.length]): Promise<void> {
+  const rpc = ltc.rpc;
+  const pick = (k: number) => addrs[(round * 5 + k) % addrs.length];
+  const outs: Record<string, number> = {};
+  for (let k = 0; k < 4; k++) outs[pick(k)] = Number((0.1 + ((round * 7 + k) % 13) * 0.0123457).toFixed(8));
+  const multi = await rpc.call<string>('sendmany', ['', outs]);
+  // Spend the multi-output payment's change before it confirms.
+  const tx = await rpc.call<{ vout: { n: number; value: number; scriptPubKey: { addresses?: string[] } }[] }>('getrawtransaction', [multi, true]);
+  const change = tx.vout.find((o) => !Object.keys(outs).includes(o.scriptPubKey.addresses?.[0] ?? ''));
+  if (change) {
+    const sats = coinsToSatoshis(change.value);
+    const a = Math.floor(sats / 3);
+    const b = sats - a - 20_000;
+    if (b > 100_000) {
+      const raw = await rpc.call<string>('createrawtransaction', [[{ txid: multi, vout: change.n }], [{ [pick(1)]: coins(a) }, { [pick(5)]: coins(b) }]]);
+      const signed = await rpc.call<{ hex: string; complete: boolean }>('signrawtransactionwithwallet', [raw]);
+      assert.ok(signed.complete);
+      await rpc.call('sendrawtransaction', [signed.hex]);
+    }
+  }
+  await rpc.call('sendtoaddress', [pick(4), 0.33333333]);
+  await ltc.mine(1, minerTo);
+}
+
+interface RpcTx {
+  txid: string;
+  vin: { coinbase?: string; txid?: string; vout?: number }[];
+  vout: { n: number; scriptPubKey: { addresses?: string[]; address?: string } }[];
+}
+
+/** Every address paid in blocks `from..tip`, and each address's transactions, recomputed from the raw blocks. */
+export async function chainView(rpc: RpcClient, from = 0): Promise<{ tip: number; txsOf: Map<string, Set<string>> }> {
+  const tip = await rpc.call<number>('getblockcount');
+  const owner = new Map<string, string>();
+  const txsOf = new Map<string, Set<string>>();
+  const touch = (a: string, txid: string) => {
+    if (!txsOf.has(a)) txsOf.set(a, new Set());
+    txsOf.get(a)!.add(txid);
+  };
+  for (let h = Math.max(1, from); h <= tip; h++) {
+    const hash = await rpc.call<string>('getblockhash', [h]);
+    const block = await rpc.call<{ tx: RpcTx[] }>('getblock', [hash, 2]);
+    for (const tx of block.tx) {
+      for (const vin of tx.vin) {
+        if (vin.coinbase !== undefined) continue;
+        const a = owner.get(`${vin.txid}:${vin.vout}`);
+        if (a) touch(a, tx.txid);
+      }
+      for (const o of tx.vout) {
+        const a = o.scriptPubKey.address ?? (o.scriptPubKey.addresses?.length === 1 ? o.scriptPubKey.addresses[0] : undefined);
+        if (!a) continue;
+        owner.set(`${tx.txid}:${o.n}`, a);
+        touch(a, tx.txid);
+      }
+    }
+  }
+  return { tip, txsOf };
+}
+
+/**
+ * Every address the chain has paid since `from`: its unspent outputs and balance in the index equal the
+ * daemon's `scantxoutset`, and its transaction list equals the one recomputed from the blocks.
+ */
+export async function assertMatchesDaemon(rpc: RpcClient, index: IndexReader, from = 0): Promise<{ addresses: number; utxos: number }> {
+  const { txsOf } = await chainView(rpc, from);
+  const addresses = [...txsOf.keys()];
+  const scan = await rpc.call<{ success: boolean; unspents: { txid: string; vout: number; desc: string; amount: number; height: number }[] }>(
+    'scantxoutset',
+    ['start', addresses.map((a) => `addr(${a})`)],
+    { timeoutMs: 120_000 },
+  );
+  assert.ok(scan.success);
+  const expected = new Map<string, string[]>(addresses.map((a) => [a, []]));
+  for (const u of scan.unspents) {
+    const a = /^addr\(([^)]+)\)/.exec(u.desc)![1];
+    if (u.height < from) continue;
+    expected.get(a)!.push(`${u.txid}:${u.vout}:${coinsToSatoshis(u.amount)}:${u.height}`);
+  }
+  let utxos = 0;
+  for (const a of addresses) {
+    const ours = (await index.utxos(a)).map((u) => `${u.txid}:${u.vout}:${u.satoshis}:${u.height}`).sort();
+    assert.deepEqual(ours, expected.get(a)!.sort(), `unspent outputs of ${a}`);
+    const sum = expected.get(a)!.reduce((s, x) => s + BigInt(x.split(':')[2]), 0n);
+    assert.equal(BigInt(await index.balance(a)), sum, `balance of ${a}`);
+    const txs = await index.transactions(a);
+    assert.deepEqual(txs.map((t) => t.txid).sort(), [...txsOf.get(a)!].sort(), `transactions of ${a}`);
+    assert.deepEqual(
+      txs.map((t) => t.height),
+      txs.map((t) => t.height).sort((x, y) => y - x),
+      `transactions of ${a} newest first`,
+    );
+    utxos += ours.length;
+  }
+  return { addresses: addresses.length, utxos };
+}
