@@ -15,6 +15,8 @@ import type { RouteSpec } from './manifest.ts';
 import type { Gates } from './gates.ts';
 import type { OperationsService } from './queue.ts';
 import { SseStream } from './sse.ts';
+import { RequestInput } from './input.ts';
+import { NO_PARAMS } from './router.ts';
 import { createAjv, describeError } from './schema.ts';
 
 export interface ChainServices {
@@ -39,14 +41,23 @@ export interface BoundRoute {
 
 const coercing = createAjv({ coerceTypes: true, useDefaults: true });
 const strict = createAjv({ useDefaults: true });
-const NOOP = () => {};
-const NEVER = new AbortController().signal;
+
+/**
+ * Compiled validators by schema text. Reloads build new schema objects each time; without this, every
+ * reload would compile every route again, and ajv (which caches by object) would keep each copy forever.
+ */
+const compiled = new Map<string, ValidateFunction>();
 
 export function bindRoute(spec: RouteSpec, handler: Handler | undefined): BoundRoute {
   const compile = (ajv: typeof strict, schema: object | undefined, what: string) => {
     if (!schema) return undefined;
+    const key = `${ajv === strict ? 's' : 'c'}${JSON.stringify(schema)}`;
+    const hit = compiled.get(key);
+    if (hit) return hit;
     try {
-      return ajv.compile(schema);
+      const fn = ajv.compile(schema);
+      compiled.set(key, fn);
+      return fn;
     } catch (e) {
       throw new Error(`${spec.source}: ${what} schema of ${spec.id} does not compile: ${(e as Error).message}`);
     }
@@ -70,7 +81,8 @@ function send(ctx: Context, r: BoundRoute, status: number, payload: unknown) {
     return;
   }
   if (r.spec.deprecated) ctx.set('Deprecation', 'true');
-  ctx.type = 'application/json';
+  // Set directly: Koa's `ctx.type =` looks the type up in the mime table on every answer.
+  ctx.set('Content-Type', 'application/json; charset=utf-8');
   ctx.body = JSON.stringify(payload);
 }
 
@@ -92,7 +104,13 @@ const multipart = (limit: number) =>
   koaBody({ multipart: true, urlencoded: false, json: false, text: false, formidable: { maxFileSize: limit, maxTotalFileSize: limit } });
 
 /** Build the Koa middleware that serves one bound route. */
-export function compileChain(r: BoundRoute, svc: ChainServices) {
+/** Counts the requests being served on one route table (see table.ts `drained`). */
+export interface InFlight {
+  active: number;
+  onIdle?: () => void;
+}
+
+export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlight = { active: 0 }) {
   const { spec } = r;
   const parser = spec.body.parser;
   const limit = spec.body.limit;
@@ -100,6 +118,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
   const needsCaller = spec.level !== 'public';
 
   return async function serve(ctx: Context): Promise<void> {
+    inFlight.active++;
     try {
       if (spec.httpsOnly && !ctx.secure)
         throw new ApiError(403, 'ForbiddenProtocol', 'HTTPS is required for this endpoint; plain HTTP is refused', 403);
@@ -135,10 +154,11 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
         }
       }
 
-      const params = { ...ctx.params };
-      const query: Record<string, any> = parseQuery(ctx.querystring);
+      const params: Record<string, any> = ctx.params === NO_PARAMS ? {} : { ...ctx.params };
+      const qs = ctx.querystring;
+      const query: Record<string, any> = qs ? parseQuery(qs) : {};
       let caller: Caller = ANONYMOUS;
-      const header = ctx.headers.legacyidauth;
+      const header = ctx.req.headers.legacyidauth;
       if (header) caller = await svc.auth.resolve(header);
       if (needsCaller) {
         const app = appNameOf(spec.appParam, params, query, body);
@@ -149,25 +169,16 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
       if (r.validateQuery && !r.validateQuery(query)) throw invalid('query', r.validateQuery);
       if (r.validateBody && !r.validateBody(body)) throw invalid('body', r.validateBody);
 
-      const input: HandlerInput = {
-        params,
-        query,
-        body,
-        rawBody,
-        files,
-        headers: ctx.headers,
-        caller,
-        route: r.info,
-        ip: ctx.ip,
-        secure: ctx.secure,
-        signal: NEVER,
-        checkpoint: NOOP,
-      };
+      const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller);
 
       svc.onHandler?.(spec.id, caller);
       if (spec.operation) {
         if (!caller.legacyid) throw ApiError.unauthorized();
-        const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => r.handler!({ ...input, signal: ctl.signal, checkpoint: ctl.checkpoint }));
+        const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => {
+          input.signal = ctl.signal;
+          input.checkpoint = ctl.checkpoint;
+          return r.handler!(input);
+        });
         ctx.set('Location', op.statusUrl);
         ctx.set('Retry-After', '2');
         send(ctx, r, 202, envelope.data({ jobId: op.jobId, statusUrl: op.statusUrl, status: op.status }));
@@ -176,7 +187,6 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
 
       if (spec.method === 'SSE') {
         const stream = new SseStream(ctx.res);
-        input.signal = abortOnClose(ctx);
         try {
           await (r.handler as unknown as SseHandler)(input, stream);
         } catch (e) {
@@ -189,11 +199,12 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
         return;
       }
 
-      input.signal = abortOnClose(ctx);
       const out = await r.handler!(input);
       send(ctx, r, 200, out instanceof Reply || !spec.envelope ? out : envelope.data(out ?? null));
     } catch (err) {
       fail(ctx, r, err, svc.log);
+    } finally {
+      if (--inFlight.active === 0) inFlight.onIdle?.();
     }
   };
 }
@@ -202,7 +213,12 @@ export function compileChain(r: BoundRoute, svc: ChainServices) {
 function parseQuery(qs: string): Record<string, any> {
   const out: Record<string, string> = {};
   if (!qs) return out;
-  for (const [k, v] of new URLSearchParams(qs)) if (!(k in out)) out[k] = v;
+  for (const [k, v] of new URLSearchParams(qs)) {
+    if (Object.hasOwn(out, k)) continue;
+    // `__proto__` would set the prototype instead of a key; `constructor` & co. are plain keys too.
+    if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
   return out;
 }
 
@@ -216,12 +232,4 @@ function appNameOf(param: string, ...sources: any[]): string | undefined {
 
 function invalid(where: string, v: ValidateFunction): ApiError {
   return new ApiError(400, 'ValidationError', `Invalid ${where} input: ${describeError(where, v.errors![0]).text}`);
-}
-
-function abortOnClose(ctx: Context): AbortSignal {
-  const ac = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) ac.abort(new Error('client closed the connection'));
-  });
-  return ac.signal;
 }

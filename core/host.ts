@@ -102,27 +102,18 @@ export class Host {
       pluginRefusal: (id) => this.plugins.refusal(id),
       onHandler: opts.onHandler,
     };
-    this.app.use(cors());
-    this.app.use(async (ctx, next) => {
+    // One middleware: CORS, booting, then the route table (a snapshot: a request finishes on the table it
+    // started with, even if a reload swaps it meanwhile; the table counts its requests, so plugins a swap
+    // retires are disposed only after they are answered), else 404.
+    this.app.use((ctx) => {
+      if (ctx.req.headers.origin && cors(ctx)) return;
       if (!this.ready) {
         ctx.status = 503;
         ctx.set('Retry-After', '1');
         ctx.body = envelope.error({ code: 503, name: 'Booting', message: 'The node has not finished booting; try again shortly' });
         return;
       }
-      // Snapshot: the request finishes on the table it started with, even if a reload swaps it meanwhile;
-      // the table counts it, so plugins the swap retires are disposed only after it is answered.
-      const table = this.table!;
-      table.active++;
-      try {
-        await table.middleware(ctx, next);
-      } finally {
-        if (--table.active === 0) table.onIdle?.();
-      }
-    });
-    this.app.use(async (ctx) => {
-      ctx.status = 404;
-      ctx.body = envelope.error({ code: 404, name: 'NotFound', message: `No route ${ctx.method} ${ctx.path} on this node` });
+      return this.table!.middleware(ctx, notFound);
     });
     this.app.on('error', (err) => this.log.debug({ err }, 'connection error'));
   }
@@ -312,6 +303,12 @@ export class Host {
     await this.plugins.disposeAll();
     await this.stores.close();
   }
+}
+
+function notFound(ctx: import('koa').Context): Promise<void> {
+  ctx.status = 404;
+  ctx.body = envelope.error({ code: 404, name: 'NotFound', message: `No route ${ctx.method} ${ctx.path} on this node` });
+  return Promise.resolve();
 }
 
 const configAjv = createAjv({ useDefaults: true });

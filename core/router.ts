@@ -15,7 +15,8 @@ export interface Found<T> {
   params: Record<string, string>;
 }
 
-const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+/** The params of a static route (shared, frozen: the chain copies before handing params on). */
+export const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 function safeDecode(s: string): string {
   try {

@@ -2,21 +2,19 @@
  * A route table: one immutable snapshot of bound routes and the router serving them. Reloads build a new
  * table and swap it in one assignment; a request keeps the table it started with.
  */
-import type { Context, Next } from 'koa';
-import { compileChain, type BoundRoute, type ChainServices } from './chain.ts';
+import type { Context } from 'koa';
+import { compileChain, type BoundRoute, type ChainServices, type InFlight } from './chain.ts';
 import type { Manifest } from './manifest.ts';
 import { RouteMatcher } from './router.ts';
 
-export interface RouteTable {
+/** `active` counts requests being served on this table; a replaced table's plugins are disposed once it drains. */
+export interface RouteTable extends InFlight {
   manifests: Manifest[];
   routes: BoundRoute[];
-  /** Serves the request if a route matches, else passes it on (404). */
-  middleware: (ctx: Context, next: Next) => unknown;
+  /** Serves the request if a route matches, else hands it to `fallback` (404). */
+  middleware: (ctx: Context, fallback: (ctx: Context) => unknown) => unknown;
   ws: RouteMatcher<BoundRoute>;
   builtAt: number;
-  /** Requests being served on this table; a replaced table's plugins are disposed once it drains. */
-  active: number;
-  onIdle?: () => void;
 }
 
 /** Resolves when no request is being served on `table`, or after `maxMs` (event streams may never end). */
@@ -37,10 +35,11 @@ export function drained(table: RouteTable, maxMs: number): Promise<void> {
 export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: ChainServices): RouteTable {
   const http = new RouteMatcher<(ctx: Context) => Promise<void>>();
   const ws = new RouteMatcher<BoundRoute>();
+  const table: RouteTable = { manifests, routes, middleware: () => undefined, ws, builtAt: Date.now(), active: 0 };
   const seen = new Map<string, string>();
   for (const r of routes) {
     const verb = r.spec.method === 'SSE' ? 'GET' : r.spec.method;
-    const serve = verb === 'WS' ? undefined : compileChain(r, svc);
+    const serve = verb === 'WS' ? undefined : compileChain(r, svc, table);
     for (const p of [r.spec.path, ...r.spec.aliases]) {
       // Parameter names do not tell routes apart: /a/:x and /a/:y are the same route.
       const key = `${verb} ${p.toLowerCase().replace(/:[a-z]\w*/g, ':')}`;
@@ -51,11 +50,11 @@ export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: Cha
       else ws.add('WS', p, r);
     }
   }
-  const middleware = (ctx: Context, next: Next) => {
+  table.middleware = (ctx, fallback) => {
     const found = http.find(ctx.method === 'HEAD' ? 'GET' : ctx.method, ctx.path);
-    if (!found) return next();
+    if (!found) return fallback(ctx);
     ctx.params = found.params;
     return found.value(ctx);
   };
-  return { manifests, routes, middleware, ws, builtAt: Date.now(), active: 0 };
+  return table;
 }

@@ -50,6 +50,8 @@ describe('host chain', () => {
     it('keeps repeated and bracketed query keys as plain strings', async () => {
       const res = await node.get('/fixture/echo?a=1&a=2&b[$ne]=x');
       assert.deepEqual(res.json.data.query, { a: '1', 'b[$ne]': 'x' });
+      const odd = await node.get('/fixture/echo?constructor=1&__proto__=2&toString=3&hasOwnProperty=4');
+      assert.deepEqual(odd.json.data.query, JSON.parse('{"constructor":"1","__proto__":"2","toString":"3","hasOwnProperty":"4"}'));
     });
 
     it('answers a handler crash as an envelope error at HTTP 200, never a 500', async () => {
