@@ -135,6 +135,8 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       let files: Record<string, unknown> | undefined;
       if (parser !== 'none') {
         if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
+        // `Expect: 100-continue`: the client waits for this before sending; refusals above never send it.
+        if (ctx.req.headers.expect === '100-continue' && !ctx.res.headersSent) ctx.res.writeContinue();
         if (multipartMw) {
           try {
             await multipartMw(ctx as any, async () => {});

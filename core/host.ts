@@ -156,6 +156,9 @@ export class Host {
     this.server = tls
       ? https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, handler)
       : http.createServer(handler);
+    // With a listener, Node no longer answers `Expect: 100-continue` itself: the chain sends 100 only when
+    // it is about to read the body, so a body over the limit is refused (413) before it is sent at all.
+    this.server.on('checkContinue', (req, res) => handler(req, res));
     this.server.keepAliveTimeout = 65_000;
     this.server.on('upgrade', (req, socket, head) =>
       void handleUpgrade(

@@ -74,7 +74,12 @@ export class PluginSet {
       if (this.entries.has(m.plugin)) continue;
       const file = path.join(this.opts.pluginsDir, m.plugin, 'index.ts');
       if (!fs.existsSync(file)) throw new Error(`${m.source}: no plugin ${m.plugin} (expected ${file})`);
-      const mod = await import(pathToFileURL(file).href);
+      let mod: { default?: unknown };
+      try {
+        mod = await import(pathToFileURL(file).href);
+      } catch (e) {
+        throw new Error(`${m.source}: plugin ${m.plugin} could not be loaded from ${file}: ${(e as Error).message}`);
+      }
       const def = mod.default as PluginDefinition;
       if (!def || typeof def.setup !== 'function' || def.id !== m.plugin)
         throw new Error(`${file}: the default export must be definePlugin({ id: '${m.plugin}', ... })`);
@@ -97,7 +102,12 @@ export class PluginSet {
         if (!ready.length) break;
         for (const id of ready) {
           const e = this.entries.get(id)!;
-          e.instance = await e.def.setup(this.opts.context(e.def, this.registryFor(id)));
+          const context = this.opts.context(e.def, this.registryFor(id)); // a bad config section throws as it is
+          try {
+            e.instance = await e.def.setup(context);
+          } catch (err) {
+            throw new Error(`plugin ${id} failed to set up: ${(err as Error).message}`);
+          }
           created.push(id);
           this.opts.log.info({ plugin: id, version: e.def.version }, 'plugin set up');
         }

@@ -8,6 +8,8 @@ export async function run(host: Host, port: number, hostname: string, name: stri
   await host.start();
   host.log.info({ port: bound, host: hostname, routes: host.routes.length, startMs: Math.round(performance.now() - t0) }, `${name} listening`);
   process.on('SIGHUP', () => void host.reload());
+  // A plugin's forgotten promise must not take the whole node down; it is logged with its cause.
+  process.on('unhandledRejection', (err) => host.log.error({ err }, 'unhandled promise rejection'));
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

@@ -177,6 +177,31 @@ describe('host chain', () => {
       assert.ok(out.sent < 64 * 1024);
     });
 
+    it('413 before the body is sent when the client asks Expect: 100-continue', async () => {
+      const port = Number(new URL(node.url).port);
+      const refused = await rawExchange(
+        port,
+        `POST /fixture/raw HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n`,
+        () => undefined, // sends no body: it waits for 100 Continue, which never comes
+      );
+      assert.equal(status(refused.response), 413);
+      assert.ok(!refused.response.includes('100 Continue'));
+      const accepted = await rawExchange(
+        port,
+        `POST /fixture/raw HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\nConnection: close\r\n\r\n`,
+        (s) => s.once('data', (d) => (String(d).startsWith('HTTP/1.1 100 Continue') ? s.write('abc') : undefined)),
+      );
+      assert.match(accepted.response, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK/);
+      assert.equal(bodyOf(accepted.response.slice(accepted.response.indexOf('HTTP/1.1 200'))).data, 3);
+    });
+
+    it('HEAD answers like GET without a body', async () => {
+      const res = await node.request('HEAD', '/fixture/echo');
+      assert.equal(res.status, 200);
+      assert.equal(res.text, '');
+      assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+    });
+
     it('413: through fetch, for raw, text and multipart parsers', async () => {
       assert.equal((await node.post('/fixture/raw', 'x'.repeat(1025))).status, 413);
       assert.equal((await node.post('/fixture/raw', 'x'.repeat(1024))).json.data, 1024);

@@ -100,6 +100,27 @@ describe('manifest errors at host start', () => {
     assert.match(message, /fixture\.yaml:\d+:5: params schema of fixture\.typed does not compile/);
   });
 
+  it('a plugin whose setup fails, and a plugin module that does not load', async () => {
+    const dir = tempDir();
+    const manifests = manifestsDir(['host', path.join(FIXTURE_MANIFESTS, 'fixture.yaml')]);
+    try {
+      await assert.rejects(
+        startNode({ dataDir: dir, manifestsDir: manifests, config: { pluginsDir: FIXTURE_PLUGINS, fixture: { failSetup: true } } }),
+        { message: 'plugin fixture failed to set up: the fixture was told to fail' },
+      );
+      const plugins = tempDir();
+      fs.mkdirSync(path.join(plugins, 'fixture'));
+      fs.writeFileSync(path.join(plugins, 'fixture', 'index.ts'), 'export default {;\n');
+      await assert.rejects(startNode({ dataDir: dir, manifestsDir: manifests, config: { pluginsDir: plugins } }), (e: Error) =>
+        /fixture\.yaml:4:9: plugin fixture could not be loaded from .*index\.ts: /.test(e.message),
+      );
+      fs.rmSync(plugins, { recursive: true, force: true });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(manifests, { recursive: true, force: true });
+    }
+  });
+
   it('a bad config section of a plugin', async () => {
     const dir = tempDir();
     try {
