@@ -76,20 +76,19 @@ export class Logins {
     if (rec.emergency && !auth.isOperator(legacyid) && !auth.isCoreTeam(legacyid))
       throw denied('EmergencyPhrase', 'An emergency login phrase is only for the node operator and the core team; others log in with GET /id/loginphrase');
     const sigDigest = digestOf(signature);
-    const retry = rec.usedAt !== undefined && rec.usedBy === legacyid && rec.usedSig === sigDigest;
-    if (rec.usedAt !== undefined && !retry) throw denied('UsedPhrase', USED);
-    if (!retry && !verifySignature(loginPhrase, legacyid, signature))
-      throw denied('InvalidSignature', `Invalid signature: it is not a signature of this login phrase by ${legacyid}. Sign the exact phrase with the key of that address.`);
-
     let session;
+    const retry = rec.usedAt !== undefined;
     if (retry) {
-      // The same wallet sending the same login again (a retry after a lost answer): same session.
+      // The same wallet sending the same login again (a retry after a lost answer) gets the same session.
       session = await sessions.find(loginPhrase);
-      if (!session) throw denied('UsedPhrase', USED);
+      if (!session || session.legacyid !== legacyid || session.sigDigest !== sigDigest) throw denied('UsedPhrase', USED);
     } else {
-      if (!(await phrases.claim(loginPhrase, legacyid, sigDigest))) return this.login(input); // lost a race: decide again
+      if (!verifySignature(loginPhrase, legacyid, signature))
+        throw denied('InvalidSignature', `Invalid signature: it is not a signature of this login phrase by ${legacyid}. Sign the exact phrase with the key of that address.`);
+      if (!phrases.claim(loginPhrase)) return this.login(input); // another login claimed it meanwhile: decide again
       const now = clock.now();
-      session = await sessions.create({ legacyid, loginPhrase, sigDigest, createdAt: now, expireAt: now + this.deps.sessionTtlMs });
+      const created = { legacyid, loginPhrase, sigDigest, createdAt: now, expireAt: now + this.deps.sessionTtlMs };
+      [, session] = await Promise.all([phrases.persistClaim(loginPhrase), sessions.create(created, signature)]);
     }
     const result: LoginResult = {
       message: 'Successfully logged in',

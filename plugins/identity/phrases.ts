@@ -7,6 +7,7 @@
  */
 import crypto from 'node:crypto';
 import type { Clock, Datastore } from '../../core/plugin-api.ts';
+import { GroupCommit } from './batch.ts';
 
 export const PHRASE_TTL_MS = 15 * 60_000;
 const RANDOM_CHARS = 43;
@@ -23,8 +24,6 @@ export interface PhraseRecord {
   emergency?: boolean;
   /** Set once, by the login that claimed the phrase. */
   usedAt?: number;
-  usedBy?: string;
-  usedSig?: string;
 }
 
 export function randomChars(n: number): string {
@@ -47,12 +46,17 @@ export const phraseTime = (phrase: string) => Number(phrase.slice(0, 13));
 
 export class PhraseBook {
   private readonly live = new Map<string, PhraseRecord>();
+  private readonly inserts: GroupCommit<PhraseRecord>;
+  private readonly claims: GroupCommit<string>;
 
   constructor(
     private readonly store: Datastore<PhraseRecord>,
     private readonly clock: Clock,
     private readonly max: number,
-  ) {}
+  ) {
+    this.inserts = new GroupCommit((recs) => store.insert(recs.map((r) => ({ ...r }))));
+    this.claims = new GroupCommit((phrases) => store.update({ loginPhrase: { $in: phrases } }, { $set: { usedAt: clock.now() } }, { multi: true }));
+  }
 
   async init(): Promise<void> {
     await this.store.ensureIndex({ fieldName: 'loginPhrase', unique: true });
@@ -69,10 +73,11 @@ export class PhraseBook {
     while (this.live.size >= this.max) {
       const oldest = this.live.keys().next().value as string;
       this.live.delete(oldest);
-      await this.store.remove({ loginPhrase: oldest }, {});
+      // Not awaited: the oldest phrase is long on disk, and a failure only leaves a row the purge removes.
+      this.store.remove({ loginPhrase: oldest }, {}).catch(() => undefined);
     }
     this.live.set(rec.loginPhrase, rec);
-    await this.store.insert(rec);
+    await this.inserts.add(rec);
     return rec;
   }
 
@@ -80,16 +85,19 @@ export class PhraseBook {
     return this.live.get(phrase);
   }
 
-  /** Mark the phrase used by this login; false when another login claimed it first. */
-  async claim(phrase: string, legacyid: string, sigDigest: string): Promise<boolean> {
+  /**
+   * Mark the phrase used, in memory at once (two logins racing on one phrase see each other); false when
+   * another login claimed it first. `persistClaim` then writes it, so a restart cannot make it usable again.
+   */
+  claim(phrase: string): boolean {
     const rec = this.live.get(phrase);
     if (!rec || rec.usedAt !== undefined) return false;
-    // Set synchronously before the write: two logins racing on one phrase see each other at once.
     rec.usedAt = this.clock.now();
-    rec.usedBy = legacyid;
-    rec.usedSig = sigDigest;
-    await this.store.update({ loginPhrase: phrase }, { $set: { usedAt: rec.usedAt, usedBy: legacyid, usedSig: sigDigest } }, {});
     return true;
+  }
+
+  persistClaim(phrase: string): Promise<void> {
+    return this.claims.add(phrase);
   }
 
   /** Phrases issued less than 15 minutes ago, used or not (oldest first). */

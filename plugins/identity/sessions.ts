@@ -7,6 +7,7 @@
  * hash to it (so it is equal), and a copied data folder holds no usable credential.
  */
 import type { Clock, Datastore } from '../../core/plugin-api.ts';
+import { GroupCommit } from './batch.ts';
 import { sha256 } from './ids.ts';
 
 export interface SessionRecord {
@@ -26,16 +27,31 @@ export interface AuthHeader {
 
 export const digestOf = (signature: string) => sha256(Buffer.from(signature, 'utf8')).toString('hex');
 
+/** The signature a cached session was last proven with, kept in memory only (never in the store). */
+const proven = new WeakMap<SessionRecord, string>();
+
+function check(rec: SessionRecord | null, h: AuthHeader): { legacyid: string; loginPhrase: string } | null {
+  if (!rec || rec.legacyid !== h.legacyid) return null;
+  if (proven.get(rec) !== h.signature) {
+    if (rec.sigDigest !== digestOf(h.signature)) return null;
+    proven.set(rec, h.signature);
+  }
+  return { legacyid: rec.legacyid, loginPhrase: rec.loginPhrase };
+}
+
 export class SessionBook {
   private readonly cache = new Map<string, SessionRecord>();
   /** Bumped by every removal: a store read that started before one may not refill the cache. */
   private epoch = 0;
+  private readonly inserts: GroupCommit<SessionRecord>;
 
   constructor(
     private readonly store: Datastore<SessionRecord>,
     private readonly clock: Clock,
     private readonly maxCached: number,
-  ) {}
+  ) {
+    this.inserts = new GroupCommit((recs) => store.insert(recs.map((r) => ({ ...r }))));
+  }
 
   async init(): Promise<void> {
     await this.store.ensureIndex({ fieldName: 'loginPhrase', unique: true });
@@ -61,18 +77,22 @@ export class SessionBook {
     });
   }
 
-  /** The session the header names, if it is live and the header's id and signature are the session's. */
+  /**
+   * The session the header names, if it is live and the header's id and signature are the session's.
+   * The signature is compared with the one that last matched the stored digest, so a steady caller costs
+   * a string comparison; a new or different signature is hashed and checked against the digest.
+   */
   resolve(h: AuthHeader): { legacyid: string; loginPhrase: string } | null | Promise<{ legacyid: string; loginPhrase: string } | null> {
-    const check = (rec: SessionRecord | null) =>
-      rec && rec.legacyid === h.legacyid && rec.sigDigest === digestOf(h.signature) ? { legacyid: rec.legacyid, loginPhrase: rec.loginPhrase } : null;
     const found = this.find(h.loginPhrase);
-    return found instanceof Promise ? found.then(check) : check(found);
+    return found instanceof Promise ? found.then((rec) => check(rec, h)) : check(found, h);
   }
 
-  async create(rec: SessionRecord): Promise<SessionRecord> {
-    const stored = await this.store.insert(rec);
-    this.remember(stored);
-    return stored;
+  /** Store a new session (on disk before this resolves) and cache it. */
+  async create(rec: SessionRecord, signature?: string): Promise<SessionRecord> {
+    await this.inserts.add(rec);
+    if (signature !== undefined) proven.set(rec, signature);
+    this.remember(rec);
+    return rec;
   }
 
   /** Live sessions, of one id or of everyone, oldest first. */
@@ -82,8 +102,12 @@ export class SessionBook {
     return this.store.find(q).sort({ createdAt: 1 });
   }
 
-  /** Remove from the store first, then from the cache, so no lookup can bring a removed session back. */
+  /**
+   * Remove from the store first, then from the cache, so no lookup can bring a removed session back; and
+   * after the inserts already under way, so a "log out everyone" also ends a login that was being written.
+   */
   private async removeWhere(q: Record<string, unknown>, evict: () => void): Promise<number> {
+    await this.inserts.settled();
     this.epoch++;
     const n = await this.store.remove(q, { multi: true });
     this.epoch++;
