@@ -3,6 +3,7 @@
  * HTTPS only -> removed -> plugin enabled -> gate -> query refused -> body (413) -> caller and level ->
  * input validation -> handler (or operation) -> envelope.
  */
+import fs from 'node:fs';
 import type { Context } from 'koa';
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
@@ -101,15 +102,30 @@ function fail(ctx: Context, r: BoundRoute, err: unknown, log: Logger) {
 }
 
 const multipart = (limit: number) =>
-  koaBody({ multipart: true, urlencoded: false, json: false, text: false, formidable: { maxFileSize: limit, maxTotalFileSize: limit } });
+  koaBody({
+    multipart: true,
+    urlencoded: false,
+    json: false,
+    text: false,
+    // Text fields count against the limit too (formidable's own default allows 20 MB of them).
+    formidable: { maxFileSize: limit, maxTotalFileSize: limit, maxFieldsSize: limit },
+  });
 
-/** Build the Koa middleware that serves one bound route. */
+/** Uploaded files live in the temp folder only while their request is served; handlers copy what they keep. */
+function removeUploads(files: Record<string, unknown> | undefined): void {
+  for (const f of Object.values(files ?? {}).flat()) {
+    const p = (f as { filepath?: unknown })?.filepath;
+    if (typeof p === 'string') fs.rm(p, { force: true }, () => undefined);
+  }
+}
+
 /** Counts the requests being served on one route table (see table.ts `drained`). */
 export interface InFlight {
   active: number;
   onIdle?: () => void;
 }
 
+/** Build the Koa middleware that serves one bound route. */
 export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlight = { active: 0 }) {
   const { spec } = r;
   const parser = spec.body.parser;
@@ -119,6 +135,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
 
   return async function serve(ctx: Context): Promise<void> {
     inFlight.active++;
+    let files: Record<string, unknown> | undefined;
     try {
       if (spec.httpsOnly && !ctx.secure)
         throw new ApiError(403, 'ForbiddenProtocol', 'HTTPS is required for this endpoint; plain HTTP is refused', 403);
@@ -132,7 +149,6 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
 
       let body: unknown;
       let rawBody: Buffer | undefined;
-      let files: Record<string, unknown> | undefined;
       if (parser !== 'none') {
         if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
         // `Expect: 100-continue`: the client waits for this before sending; refusals above never send it.
@@ -206,6 +222,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
     } catch (err) {
       fail(ctx, r, err, svc.log);
     } finally {
+      if (files) removeUploads(files);
       if (--inFlight.active === 0) inFlight.onIdle?.();
     }
   };

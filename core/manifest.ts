@@ -136,6 +136,8 @@ function normalise(raw: any, file: string, source: string, where: (i: number) =>
     const method: Method = o.method ?? 'GET';
     const body = { parser: 'none', ...defaults.body, ...r.body };
     if (method !== 'POST' && body.parser !== 'none' && r.body) throw new ManifestError(`${src}: route ${r.id}: only POST routes take a body`);
+    // Uploaded files are removed when the request ends; an operation's handler runs after that.
+    if (o.operation && body.parser === 'multipart') throw new ManifestError(`${src}: route ${r.id}: an operation cannot take a multipart body`);
     const full = prefix + r.path;
     const aliases = [...(r.aliases ?? []), ...(raw.aliasPrefixes ?? []).map((p: string) => p + r.path)];
     return {

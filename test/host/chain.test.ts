@@ -1,12 +1,13 @@
 /** The per-route chain over real HTTP: each refusal the host makes before a handler, and how bodies are read. */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { WebSocket } from 'ws';
 import { resolveConfig } from '../../core/config.ts';
 import { createNodeHost } from '../../core/node-host.ts';
 
 import { tempDir, type TestNode } from '../support/node.ts';
-import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, manifestsDir, startFixtureNode } from './helpers.ts';
+import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, eventually, manifestsDir, startFixtureNode } from './helpers.ts';
 
 /** Speak HTTP/1.1 on a raw socket, so a test controls exactly how much of a body is sent. */
 function rawExchange(port: number, head: string, send: (sock: net.Socket) => void): Promise<{ response: string; sent: number; closedByServer: boolean }> {
@@ -213,7 +214,13 @@ describe('host chain', () => {
       small.append('name', 'v');
       small.append('file', new Blob(['y']), 'f.bin');
       const ok = await node.request('POST', '/fixture/upload', { body: small });
-      assert.deepEqual(ok.json.data, { fields: { name: 'v' }, files: ['file'] });
+      assert.deepEqual(ok.json.data.fields, { name: 'v' });
+      assert.deepEqual(ok.json.data.files, ['file']);
+      assert.equal(ok.json.data.paths.length, 1);
+      await eventually(() => !fs.existsSync(ok.json.data.paths[0])); // the temp file goes with the request
+      const fields = new FormData();
+      fields.append('text', 'z'.repeat(4096));
+      assert.equal((await node.request('POST', '/fixture/upload', { body: fields })).status, 413, 'text fields count too');
     });
   });
 
