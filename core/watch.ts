@@ -32,6 +32,14 @@ export function fingerprint(dir: string): string {
   return h.digest('hex');
 }
 
+function statIno(dir: string): number | undefined {
+  try {
+    return fs.statSync(dir).ino;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface WatchOptions {
   /** Quiet time after the last fs event before checking (a copy of several files ends first). */
   debounceMs?: number;
@@ -45,6 +53,8 @@ export class ManifestWatcher {
   private timer?: NodeJS.Timeout;
   private poller?: NodeJS.Timeout;
   private closed = false;
+  /** The watched folder's inode: a folder replaced by a rename (a common way to ship a set) is re-watched. */
+  private ino?: number;
 
   /** Takes the fingerprint now: the set the caller is about to load counts as seen. */
   constructor(
@@ -64,6 +74,7 @@ export class ManifestWatcher {
 
   private watchFs(): void {
     try {
+      this.ino = fs.statSync(this.dir).ino;
       this.fsw = fs.watch(this.dir, () => this.schedule());
       this.fsw.on('error', (err) => {
         // The folder was removed or replaced: keep polling (which also notices it coming back).
@@ -85,7 +96,12 @@ export class ManifestWatcher {
   /** Compare the fingerprint; call onChange once per real change. */
   check(): void {
     if (this.closed) return;
-    if (!this.fsw && fs.existsSync(this.dir)) this.watchFs();
+    const ino = statIno(this.dir);
+    if (this.fsw && ino !== this.ino) {
+      this.fsw.close();
+      this.fsw = undefined;
+    }
+    if (!this.fsw && ino !== undefined) this.watchFs();
     const now = fingerprint(this.dir);
     if (now === this.last) return;
     this.last = now;

@@ -91,6 +91,19 @@ describe('reload under load', () => {
     assert.deepEqual(failures, []);
   });
 
+  it('a manifests folder replaced by a rename is picked up, and watched from then on', async () => {
+    const next = `${node.manifests}.next`;
+    fs.cpSync(node.manifests, next, { recursive: true });
+    fs.writeFileSync(path.join(next, 'fixture.yaml'), withExtra(2));
+    const old = `${node.manifests}.old`;
+    fs.renameSync(node.manifests, old);
+    fs.renameSync(next, node.manifests);
+    await eventually(async () => (await node.get('/fixture/extra/1')).json?.status === 'success');
+    fs.rmSync(old, { recursive: true, force: true });
+    fs.writeFileSync(file, withExtra(3));
+    await eventually(async () => (await node.get('/fixture/extra/2')).json?.status === 'success');
+  });
+
   it('a removed manifest file takes its plugin out; restoring it brings it back', async () => {
     fs.writeFileSync(file, ORIGINAL);
     await node.host.reload();
