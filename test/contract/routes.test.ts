@@ -25,6 +25,8 @@ const UNREACHABLE = 'http://127.0.0.1:1';
 function contractConfig(root: string): Record<string, unknown> {
   const sections: Record<string, unknown> = {
     daemon: { rpc: { url: UNREACHABLE, user: 'contract', password: 'contract' }, timeoutMs: 2000, startCommand: ['/bin/false'], stopWaitMs: 0, startWaitMs: 0 },
+    benchmark: { rpc: { url: UNREACHABLE, user: 'contract', password: 'contract' }, timeoutMs: 2000 },
+    explorer: { autoStart: false },
     deployer: { root: path.join(root, 'deploy'), repoUrl: `${root}/no-such-repo.git`, appPort: 1, webhookSecret: 'contract-secret', signatureVerify: true, rateLimitPerMinute: 0 },
   };
   return Object.fromEntries(Object.entries(sections).filter(([id]) => fs.existsSync(path.join(REPO_ROOT, 'plugins', id, 'index.ts'))));
