@@ -74,13 +74,22 @@ export function createControl(settings: DaemonSettings, service: DaemonService, 
     }
   }
 
-  async function startWith(argv: string[], done: string): Promise<{ message: string }> {
-    const res = await run(argv);
-    if (res.code !== null && res.code !== 0)
-      throw new ApiError(500, 'DaemonStartFailed', `${argv[0]} exited with code ${res.code}${tail() ? `: ${tail()}` : ''}`);
-    if (!(res.up ?? (await until(true, settings.startWaitMs))))
-      throw new ApiError(504, 'DaemonTimeout', `The daemon did not answer within ${settings.startWaitMs} ms of being started`);
-    return { message: done };
+  /**
+   * Run the start command; `retryMs` > 0 (after a stop): a daemon whose RPC port already closed may still
+   * hold its data-directory lock for a moment, so a failed start is tried again until that time is up.
+   */
+  async function startWith(argv: string[], done: string, retryMs = 0): Promise<{ message: string }> {
+    const end = Date.now() + retryMs;
+    for (;;) {
+      const res = await run(argv);
+      if (res.code === null || res.code === 0) {
+        if (!(res.up ?? (await until(true, settings.startWaitMs))))
+          throw new ApiError(504, 'DaemonTimeout', `The daemon did not answer within ${settings.startWaitMs} ms of being started`);
+        return { message: done };
+      }
+      if (Date.now() >= end) throw new ApiError(500, 'DaemonStartFailed', `${argv[0]} exited with code ${res.code}${tail() ? `: ${tail()}` : ''}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
   }
 
   async function stop(): Promise<void> {
@@ -120,12 +129,12 @@ export function createControl(settings: DaemonSettings, service: DaemonService, 
           return { message: 'Daemon successfully restarted' };
         }
         await stop();
-        return startWith(settings.startCommand, 'Daemon successfully restarted');
+        return startWith(settings.startCommand, 'Daemon successfully restarted', settings.stopWaitMs);
       }),
     reindex: () =>
       exclusive(async () => {
         await stop();
-        return startWith([...settings.startCommand, ...settings.reindexArgs], 'Daemon successfully reindexing');
+        return startWith([...settings.startCommand, ...settings.reindexArgs], 'Daemon successfully reindexing', settings.stopWaitMs);
       }),
   };
 }

@@ -65,7 +65,10 @@ export default definePlugin<DaemonSettings>({
         restart: controlled(control.restart),
         reindex: controlled(control.reindex),
       },
-      dispose: () => dropCheck(),
+      dispose: () => {
+        dropCheck();
+        service.close();
+      },
     };
   },
 });

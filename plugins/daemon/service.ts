@@ -5,9 +5,10 @@
  * the short cache. Credentials are (re)read from the config, cookie or conf file when the daemon refuses or
  * cannot be reached, so a daemon restarted with a new cookie is picked up without restarting the node.
  */
-import { createRpcClient, RpcError, type RpcClient, type RpcClientOptions } from '../../core/plugin-api.ts';
+import { RpcError, type RpcClient, type RpcClientOptions } from '../../core/plugin-api.ts';
 import { HotCache } from './cache.ts';
 import { resolveConnection, type Connection, type DaemonSettings } from './settings.ts';
+import { createHttpRpcClient, type HttpRpcClient } from './transport.ts';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -23,13 +24,15 @@ export interface DaemonService extends RpcClient {
   readonly cache: HotCache;
   /** Where the daemon is reached (no secrets), once resolved. */
   describe(): { url?: string; source?: string; error?: string };
+  /** Close kept-alive connections (plugin dispose). */
+  close(): void;
 }
 
 export function createDaemonService(settings: DaemonSettings, clock: { now(): number }): DaemonService {
   const cache = new HotCache(clock, settings.cache);
   let conn: Connection | undefined;
-  let client: RpcClient | undefined;
-  let healthClient: RpcClient | undefined;
+  let client: HttpRpcClient | undefined;
+  let healthClient: HttpRpcClient | undefined;
   let resolveError: string | undefined;
   let stale = true;
   let active = 0;
@@ -48,8 +51,9 @@ export function createDaemonService(settings: DaemonSettings, clock: { now(): nu
     stale = false;
     if (!client || !conn || next.url !== conn.url || next.user !== conn.user || next.password !== conn.password) {
       const base = { url: next.url, user: next.user, password: next.password, name: 'daemon' };
-      client = createRpcClient({ ...base, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency });
-      healthClient = createRpcClient({ ...base, timeoutMs: settings.health.timeoutMs, concurrency: 1 });
+      // The old clients are not closed here: calls may still run on them; their idle sockets time out.
+      client = createHttpRpcClient({ ...base, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency });
+      healthClient = createHttpRpcClient({ ...base, timeoutMs: settings.health.timeoutMs, concurrency: 1 });
     }
     conn = next;
     return client;
@@ -105,6 +109,10 @@ export function createDaemonService(settings: DaemonSettings, clock: { now(): nu
     },
     describe() {
       return { url: conn?.url, source: conn?.source, error: resolveError };
+    },
+    close() {
+      client?.close();
+      healthClient?.close();
     },
   };
   return service;

@@ -20,7 +20,7 @@ describe('daemon start, stop, restart and reindex (dedicated real litecoind)', f
   const pid = () => (fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim() : null);
   const direct = (method: string, params: unknown[] = []) => ltc.rpc.call<any>(method, params);
   async function gone() {
-    while (pid() !== null) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; pid() !== null && i < 600; i++) await new Promise((r) => setTimeout(r, 100));
   }
 
   before(async () => {
