@@ -15,6 +15,7 @@ import type { Host } from '../../core/host.ts';
 import { loadManifestDir, type RouteSpec } from '../../core/manifest.ts';
 import { wireStatuses } from '../../core/openapi.ts';
 import { startNode, tempDir, type TestNode } from '../support/node.ts';
+import { assertValidOpenApi } from './openapi-check.ts';
 import { probesFor, send, type Outcome, type Probe } from './probe.ts';
 
 const MANIFESTS = path.join(REPO_ROOT, 'manifests');
@@ -118,6 +119,16 @@ function describeService(service: string, start: (root: string) => Promise<{ hos
         const base = new URL(served.url);
         const problems = spec.method === 'WS' ? await probeSocket(base, spec) : await probeRoute(served.host, base, spec);
         assert.deepEqual(problems.slice(0, 15), [], `${problems.length} bad answers`);
+      });
+    }
+
+    if (specs.some((s) => s.id === 'host.openapi')) {
+      it('describes every route in a valid OpenAPI 3.1 document', async () => {
+        const out = await send(new URL(served.url), { method: 'GET', path: '/openapi.json', why: 'openapi' }, PER_REQUEST_MS);
+        const doc = JSON.parse(out.text);
+        await assertValidOpenApi(doc);
+        const ops = Object.values<Record<string, { operationId: string }>>(doc.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
+        for (const spec of specs) assert.ok(ops.includes(spec.id) || ops.some((id) => id.startsWith(`${spec.id}~`)), `${spec.id} is in the document`);
       });
     }
 
