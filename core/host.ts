@@ -64,6 +64,7 @@ export class Host {
 
   private table: RouteTable | null = null;
   private ready = false;
+  private stopping = false;
   readonly plugins: PluginSet;
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
   private watcher?: ManifestWatcher;
@@ -110,7 +111,12 @@ export class Host {
       if (!this.ready) {
         ctx.status = 503;
         ctx.set('Retry-After', '1');
-        ctx.body = envelope.error({ code: 503, name: 'Booting', message: 'The node has not finished booting; try again shortly' });
+        if (this.stopping) ctx.set('Connection', 'close');
+        ctx.body = envelope.error(
+          this.stopping
+            ? { code: 503, name: 'ShuttingDown', message: 'The node is shutting down; try again shortly' }
+            : { code: 503, name: 'Booting', message: 'The node has not finished booting; try again shortly' },
+        );
         return;
       }
       return this.table!.middleware(ctx, notFound);
@@ -290,22 +296,38 @@ export class Host {
     clearTimeout(this.reloadTimer);
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stop: refuse new requests (503), let the ones being served finish (bounded by `graceMs`), then close
+   * every connection, evict running operations, dispose plugins and compact the stores.
+   */
+  async close(graceMs = 3000): Promise<void> {
+    this.stopping = true;
     this.ready = false;
     this.unwatch();
     for (const ws of this.wss.clients) ws.terminate();
     if (this.server) {
       const server = this.server;
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections?.();
-      });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (this.table) await drained(this.table, graceMs);
+      // A handler that just returned still has its answer to write: sockets are closed as they turn idle,
+      // for up to half a second, then whatever is left is cut.
+      const deadline = Date.now() + 500;
+      while (!(await idleAll(server, closed)) && Date.now() < deadline);
+      server.closeAllConnections();
+      await closed;
     }
     await this.queue.evictAll();
     await this.reloading?.catch(() => undefined);
     await this.plugins.disposeAll();
     await this.stores.close();
   }
+}
+
+/** Close idle connections; true once the server has no connection left (checked for up to 25 ms). */
+async function idleAll(server: http.Server | https.Server, closed: Promise<void>): Promise<boolean> {
+  server.closeIdleConnections();
+  return Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 25))]);
 }
 
 function notFound(ctx: import('koa').Context): Promise<void> {

@@ -21,14 +21,15 @@ export interface RouteTable extends InFlight {
 export function drained(table: RouteTable, maxMs: number): Promise<void> {
   if (table.active === 0) return Promise.resolve();
   return new Promise((resolve) => {
-    const timer = setTimeout(done, maxMs);
+    const timer = setTimeout(resolve, maxMs);
     timer.unref();
-    function done() {
+    const previous = table.onIdle; // another waiter (a reload and a shutdown may wait on one table)
+    table.onIdle = () => {
+      table.onIdle = previous;
+      previous?.();
       clearTimeout(timer);
-      table.onIdle = undefined;
       resolve();
-    }
-    table.onIdle = done;
+    };
   });
 }
 

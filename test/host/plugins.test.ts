@@ -11,6 +11,20 @@ const DISABLED = {
 };
 
 describe('plugin enable/disable', () => {
+  it('a shutdown lets the request being served finish before connections close', async () => {
+    const node = await startFixtureNode();
+    const started = new Promise((resolve) => {
+      const off = node.host.events.on('fixture:slow-started', () => (off(), resolve(undefined)));
+    });
+    const slow = node.get('/fixture/slow');
+    await started;
+    const closing = node.close();
+    node.host.gates.set('fixture.slow', true);
+    assert.deepEqual((await slow).json, { status: 'success', data: 'slow done' });
+    await closing;
+    await assert.rejects(node.get('/fixture/echo'), 'the node no longer listens');
+  });
+
   it('a plugin disabled in the config answers a clear error naming it, at HTTP 200', async () => {
     const node = await startFixtureNode({ config: { plugins: { fixture: false } } });
     try {
