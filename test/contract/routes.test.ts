@@ -140,6 +140,17 @@ function describeService(service: string, start: (root: string) => Promise<{ hos
   });
 }
 
+describe('contract: body rules of the spec', () => {
+  it('every POST under /daemon, /benchmark, /id and /legacyid reads its raw body as JSON', () => {
+    const wrong = routesOf('node')
+      .filter((r) => r.method === 'POST' && !r.removed)
+      .filter((r) => [r.path, ...r.aliases].some((p) => /^\/(daemon|benchmark|id|legacyid)\//.test(p)))
+      .filter((r) => r.body.parser !== 'raw-json')
+      .map((r) => `${r.id}: ${r.body.parser}`);
+    assert.deepEqual(wrong, []);
+  });
+});
+
 describeService('node', async (root) => {
   const node: TestNode = await startNode({ dataDir: path.join(root, 'data'), config: contractConfig(root) });
   return node;
