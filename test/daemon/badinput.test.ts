@@ -107,12 +107,15 @@ describe('daemon bad input', function () {
     await refused(node.get(`/daemon/setban/${enc('1.2.3.4 || true')}/add`, authAs(OPERATOR)), /ip is not in the expected form/);
   });
 
-  it('serves no wallet or shielded-pool call', async () => {
-    for (const p of ['/daemon/getbalance', '/daemon/getnewaddress', '/daemon/sendtoaddress/x/1', '/daemon/dumpprivkey/x', '/daemon/signrawtransaction/00', '/daemon/fundrawtransaction/00', '/daemon/listunspent', '/daemon/gettransaction/x', '/daemon/zgetbalance/x', '/daemon/zsendmany', '/daemon/zvalidateaddress/x', '/daemon/getwalletinfo']) {
-      const a = await node.get(p);
-      assert.equal(a.status, 404, p);
-      assert.equal(err(a).code, 404, p);
+  it('serves no wallet or shielded-pool call: their paths answer code 410 (removed in 8.19.0)', async () => {
+    for (const p of ['/daemon/getbalance', '/daemon/getnewaddress', '/daemon/sendtoaddress/x/1', '/daemon/dumpprivkey/x', '/daemon/signrawtransaction/00', '/daemon/fundrawtransaction/00', '/daemon/listunspent', '/daemon/gettransaction/x', '/daemon/zgetbalance/x', '/daemon/zvalidateaddress/x', '/daemon/getwalletinfo', '/daemon/getlegacynodeoutputs']) {
+      const a = await node.get(p, authAs(OPERATOR));
+      assert.equal(a.status, 200, p);
+      const e = err(a);
+      assert.deepEqual([e.code, e.name], [410, 'Gone'], p);
+      assert.match(e.message, /removed in 8\.19\.0/, p);
     }
-    assert.equal((await node.post('/daemon/sendmany', {})).status, 404);
+    assert.equal(err(await node.post('/daemon/sendmany', {})).code, 410);
+    assert.equal((await node.get('/daemon/nosuchcall')).status, 404);
   });
 });

@@ -32,9 +32,11 @@ const LEFT_OUT = new Set([
 ]);
 const nameOf = (p: string) => p.split('/')[2];
 
+const live = manifest.routes.filter((r) => !r.removed);
+
 describe('daemon manifest', () => {
   it('has a well-formed x block on every route (types, limits, patterns)', () => {
-    for (const r of manifest.routes) {
+    for (const r of live) {
       const rpc = rpcRoute(r.meta, r.id);
       assert.match(rpc.rpc, /^[a-z0-9_]+$/, r.id);
       for (const p of rpc.params) if (!p.fields) assert.ok(p.maxLength > 0 && p.maxLength <= 9_000_000, `${r.id} ${p.name}`);
@@ -46,7 +48,7 @@ describe('daemon manifest', () => {
   });
 
   it('routes every path parameter to an RPC parameter of the same name', () => {
-    for (const r of manifest.routes) {
+    for (const r of live) {
       const names = new Set<string>();
       const walk = (ps: ReturnType<typeof rpcRoute>['params']) => ps.forEach((p) => (p.fields ? walk(p.fields) : [p.name, ...(p.from ?? [])].forEach((n) => names.add(n))));
       walk(rpcRoute(r.meta, r.id).params);
@@ -63,13 +65,15 @@ describe('daemon manifest', () => {
     }
   });
 
-  it('serves every reference daemon route except wallet and shielded-pool calls, and none of those', () => {
+  it('serves every reference daemon route; wallet and shielded-pool calls only as removed (410) routes', () => {
     for (const ref of reference) {
-      const served = manifest.routes.some((r) => r.method === ref.method && [r.path, ...r.aliases].includes(ref.path));
+      const route = manifest.routes.find((r) => r.method === ref.method && [r.path, ...r.aliases].includes(ref.path));
+      assert.ok(route, `${ref.method} ${ref.path}`);
       const name = nameOf(ref.path);
-      assert.equal(served, !(LEFT_OUT.has(name) || name.startsWith('z')), `${ref.method} ${ref.path}`);
+      assert.equal(route.removed, LEFT_OUT.has(name) || name.startsWith('z') ? '8.19.0' : false, `${ref.method} ${ref.path}`);
+      if (route.removed) assert.equal(route.handler, undefined, route.id);
     }
-    for (const r of manifest.routes) assert.ok(!/^z|wallet|privkey/.test(rpcRoute(r.meta, r.id).rpc), r.id);
+    for (const r of live) assert.ok(!/^z|wallet|privkey/.test(rpcRoute(r.meta, r.id).rpc), r.id);
   });
 
   it('serves every daemon path the spec lists', () => {
@@ -77,9 +81,9 @@ describe('daemon manifest', () => {
     const section = spec.slice(spec.indexOf('### Daemon'), spec.indexOf('### Benchmark'));
     const listed = [...section.matchAll(/\/daemon\/([a-z]+)/g)].map((m) => m[1]);
     assert.ok(listed.length >= 40);
-    for (const name of listed) assert.ok(manifest.routes.some((r) => r.method === 'GET' && nameOf(r.path) === name), name);
+    for (const name of listed) assert.ok(live.some((r) => r.method === 'GET' && nameOf(r.path) === name), name);
     for (const name of ['createrawtransaction', 'decoderawtransaction', 'decodescript'])
-      assert.ok(manifest.routes.some((r) => r.method === 'POST' && nameOf(r.path) === name), `POST ${name}`);
+      assert.ok(live.some((r) => r.method === 'POST' && nameOf(r.path) === name), `POST ${name}`);
   });
 
   it('maps the corenode names to the daemon names in one table', () => {
