@@ -11,7 +11,8 @@ import Koa from 'koa';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { AuthService } from './auth.ts';
-import { bindRoute, type BoundRoute, type ChainServices } from './chain.ts';
+import type { BoundRoute, ChainServices } from './chain.ts';
+import { bindManifests } from './bind.ts';
 import type { NodeConfig } from './config.ts';
 import { cors } from './cors.ts';
 import { envelope } from './errors.ts';
@@ -19,13 +20,12 @@ import { EventBus } from './events.ts';
 import { Gates } from './gates.ts';
 import { HealthRegistry } from './health.ts';
 import { loadManifestDir, type Manifest } from './manifest.ts';
-import type { Caller, Clock, Handler, PluginContext, PluginDefinition, ServiceRegistry } from './plugin-api.ts';
-import { PluginSet } from './plugins.ts';
+import type { Caller, Clock, PluginContext, PluginDefinition, ServiceRegistry } from './plugin-api.ts';
+import { PluginSet, validatePluginConfig } from './plugins.ts';
 import { PluginState } from './plugin-state.ts';
-import { createAjv, describeError } from './schema.ts';
 import { OperationsService } from './queue.ts';
 import { Stores } from './store.ts';
-import { buildTable, drained, type RouteTable } from './table.ts';
+import { drained, type RouteTable } from './table.ts';
 import { ManifestWatcher } from './watch.ts';
 import { handleUpgrade } from './ws-upgrade.ts';
 
@@ -206,7 +206,7 @@ export class Host {
       }
       await this.plugins.importFor(manifests);
       created = await this.plugins.setUp(referenced);
-      table = this.bind(manifests, strict);
+      table = bindManifests(manifests, (id) => this.plugins.instance(id), strict, this.log, this.chainServices);
     } catch (e) {
       await this.plugins.dispose(created);
       const error = (e as Error).message;
@@ -234,32 +234,6 @@ export class Host {
     if ((this.opts.builtins ?? []).some((b) => b.id === id)) return { ok: false, error: `the ${id} plugin is part of the host and cannot be disabled` };
     this.pluginState.set(id, enabled);
     return this.reload();
-  }
-
-  /** Bind every route to its plugin's handler and build the table; throws on any inconsistency. */
-  private bind(manifests: Manifest[], strict: boolean): RouteTable {
-    const bound: BoundRoute[] = [];
-    for (const m of manifests) {
-      const instance = this.plugins.instance(m.plugin);
-      const used = new Set<string>();
-      for (const spec of m.routes) {
-        let handler: Handler | undefined;
-        if (instance && spec.handler && !spec.removed) {
-          handler = instance.handlers[spec.handler] as Handler | undefined;
-          if (typeof handler !== 'function') throw new Error(`${spec.source}: route ${spec.id} names handler '${spec.handler}', which plugin ${m.plugin} does not export`);
-          used.add(spec.handler);
-        }
-        bound.push(bindRoute(spec, handler));
-      }
-      const unused = instance ? Object.keys(instance.handlers).filter((h) => !used.has(h)) : [];
-      if (unused.length) {
-        const msg = `${m.source}: plugin ${m.plugin} exports handler(s) no route uses: ${unused.join(', ')}`;
-        // At start this is an error; a vendor's later manifest may delete a route, which leaves its handler idle.
-        if (strict) throw new Error(msg);
-        this.log.warn(msg);
-      }
-    }
-    return buildTable(manifests, bound, this.chainServices);
   }
 
   private contextFor(def: PluginDefinition, services: ServiceRegistry): PluginContext {
@@ -334,15 +308,4 @@ function notFound(ctx: import('koa').Context): Promise<void> {
   ctx.status = 404;
   ctx.body = envelope.error({ code: 404, name: 'NotFound', message: `No route ${ctx.method} ${ctx.path} on this node` });
   return Promise.resolve();
-}
-
-const configAjv = createAjv({ useDefaults: true });
-
-function validatePluginConfig(def: PluginDefinition, config: NodeConfig): unknown {
-  const section = structuredClone((config[def.id] as object | undefined) ?? {});
-  if (def.configSchema) {
-    const v = configAjv.compile(def.configSchema);
-    if (!v(section)) throw new Error(`${config.source}: ${describeError(def.id, v.errors![0]).text}`);
-  }
-  return section;
 }

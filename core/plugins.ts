@@ -11,6 +11,8 @@ import type { Logger } from 'pino';
 import type { Manifest } from './manifest.ts';
 import type { PluginContext, PluginDefinition, PluginInstance, ServiceRegistry } from './plugin-api.ts';
 import type { PluginState } from './plugin-state.ts';
+import type { NodeConfig } from './config.ts';
+import { createAjv, describeError } from './schema.ts';
 
 export interface Retired {
   id: string;
@@ -196,4 +198,16 @@ export class PluginSet {
       has: (name) => this.provided.has(name),
     };
   }
+}
+
+const configAjv = createAjv({ useDefaults: true });
+
+/** A plugin's config section, validated by its configSchema with defaults filled in; throws naming the key. */
+export function validatePluginConfig(def: PluginDefinition, config: NodeConfig): unknown {
+  const section = structuredClone((config[def.id] as object | undefined) ?? {});
+  if (def.configSchema) {
+    const v = configAjv.compile(def.configSchema);
+    if (!v(section)) throw new Error(`${config.source}: ${describeError(def.id, v.errors![0]).text}`);
+  }
+  return section;
 }
