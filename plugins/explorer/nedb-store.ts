@@ -21,46 +21,59 @@
 import type { Datastore } from '../../core/plugin-api.ts';
 import { IndexInconsistentError, type ExplorerStore, type ParsedBlock, type Tip, type TxRef, type Utxo } from './store.ts';
 
+// Documents are kept small (every field is copied, indexed or serialised on each write): what the id says
+// is not repeated. Only outputs carry `a`, so the address index holds outputs only; an address's transaction
+// entries are found by the id range `t:<address>:`.
+/** `u:<txid>:<vout>`: an unspent output. */
 interface UtxoDoc {
   _id: string;
-  k: 'u';
   a: string;
-  txid: string;
-  n: number;
   h: number;
   v: number;
   s: string;
   cb: boolean;
 }
+/** `t:<address>:<txid>`: the transaction touches the address. */
 interface TxDoc {
   _id: string;
-  k: 't';
-  a: string;
-  txid: string;
   h: number;
 }
+/** `j:<height>`: what a block did. Packed into two strings, which nedb copies and writes far faster than
+ * arrays of documents. */
 interface JournalDoc {
   _id: string;
-  k: 'j';
   h: number;
   hash: string;
   prev: string;
-  /** Ids of the outputs and transaction entries the block added (ids only: cheaper to write). */
-  added: string[];
-  /** The outputs the block spent, whole, to put back on undo. */
-  spent: UtxoDoc[];
+  /** Space-separated ids of the outputs and transaction entries the block added. */
+  added: string;
+  /** JSON of the output documents the block spent, to put back on undo. */
+  spent: string;
   undo?: boolean;
 }
+interface BlockUndo {
+  h: number;
+  hash: string;
+  prev: string;
+  added: string[];
+  spent: UtxoDoc[];
+}
+const pack = (u: BlockUndo): JournalDoc => ({ _id: journalId(u.h), h: u.h, hash: u.hash, prev: u.prev, added: u.added.join(' '), spent: JSON.stringify(u.spent) });
+const unpack = (j: JournalDoc): BlockUndo => ({ h: j.h, hash: j.hash, prev: j.prev, added: j.added ? j.added.split(' ') : [], spent: JSON.parse(j.spent) });
 type JournalHead = Pick<JournalDoc, 'h' | 'hash' | 'prev' | 'undo'>;
 
 const utxoId = (txid: string, n: number) => `u:${txid}:${n}`;
 const txId = (address: string, txid: string) => `t:${address}:${txid}`;
 const journalId = (h: number) => `j:${h}`;
+/** The ids that start with `prefix` (nedb answers a range on the id index without a scan). */
+const prefixed = (prefix: string) => ({ _id: { $gte: prefix, $lt: prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1) } });
 const ids = (docs: { _id: string }[]) => ({ _id: { $in: docs.map((d) => d._id) } });
 
 export interface NedbStoreOptions {
   /** Blocks whose undo records are kept: the deepest reorg or rescan that is undone exactly. */
   undoDepth: number;
+  /** Recently created outputs kept in memory, so most spends need no lookup (default 50,000). */
+  hotOutputs?: number;
   /** Test hook: called after each write step; throwing there simulates a crash at that point. */
   faultAt?: (step: 'journal' | 'spent' | 'added' | 'tip' | 'undo-marked' | 'reverted') => void;
 }
@@ -70,6 +83,8 @@ export class NedbExplorerStore implements ExplorerStore {
   /** height -> [hash, prev] of the blocks whose journal records are kept. */
   private readonly recent = new Map<number, [string, string]>();
   private readonly lock = new RwLock();
+  /** Unspent outputs created lately (a mirror of part of the store, oldest first); cleared on any doubt. */
+  private readonly hot = new Map<string, UtxoDoc>();
 
   constructor(
     private readonly ds: Datastore,
@@ -78,11 +93,12 @@ export class NedbExplorerStore implements ExplorerStore {
 
   async open(): Promise<Tip | null> {
     return this.lock.write(async () => {
+      this.hot.clear();
       await this.ds.load();
       await this.ds.ensureIndex({ fieldName: 'a', sparse: true });
       const tipDoc = (await this.ds.findOne({ _id: 'tip' })) as { h: number; hash: string } | null;
       this.current = tipDoc ? { height: tipDoc.h, hash: tipDoc.hash } : null;
-      const heads = ((await this.ds.find({ k: 'j' }, { h: 1, hash: 1, prev: 1, undo: 1 })) as JournalHead[]).sort((x, y) => x.h - y.h);
+      const heads = ((await this.ds.find(prefixed('j:'), { h: 1, hash: 1, prev: 1, undo: 1 })) as JournalHead[]).sort((x, y) => x.h - y.h);
       const t = this.current?.height ?? -Infinity;
       const atTip = heads.find((x) => x.h === t);
       if (atTip?.undo) {
@@ -135,20 +151,20 @@ export class NedbExplorerStore implements ExplorerStore {
 
       // Outputs created in this run and not yet spent; spends of anything else are looked up in one query.
       const created = new Map<string, UtxoDoc>();
-      const journals: JournalDoc[] = [];
+      const journals: BlockUndo[] = [];
       const txMaps: Map<string, TxDoc>[] = [];
       const outside: { id: string; txid: string; block: number }[] = [];
       blocks.forEach((b, i) => {
         const txs = new Map<string, TxDoc>();
         const entry = (a: string, txid: string) => {
           const id = txId(a, txid);
-          if (!txs.has(id)) txs.set(id, { _id: id, k: 't', a, txid, h: b.height });
+          if (!txs.has(id)) txs.set(id, { _id: id, h: b.height });
         };
         const adds = new Set<string>();
         const spent: UtxoDoc[] = [];
         for (const o of b.outputs) {
           const id = utxoId(o.txid, o.vout);
-          created.set(id, { _id: id, k: 'u', a: o.address, txid: o.txid, n: o.vout, h: b.height, v: o.satoshis, s: o.scriptPubKey, cb: o.coinbase });
+          created.set(id, { _id: id, a: o.address, h: b.height, v: o.satoshis, s: o.scriptPubKey, cb: o.coinbase });
           adds.add(id);
           entry(o.address, o.txid);
         }
@@ -164,25 +180,34 @@ export class NedbExplorerStore implements ExplorerStore {
           if (!adds.delete(id)) spent.push(own);
           entry(own.a, s.txid);
         }
-        journals.push({ _id: journalId(b.height), k: 'j', h: b.height, hash: b.hash, prev: b.prev, added: [...adds], spent });
+        journals.push({ h: b.height, hash: b.hash, prev: b.prev, added: [...adds], spent });
         txMaps.push(txs);
       });
-      let before: UtxoDoc[] = [];
+      const before: UtxoDoc[] = [];
       if (outside.length) {
-        before = (await this.ds.find({ _id: { $in: outside.map((x) => x.id) } })) as UtxoDoc[];
-        const byId = new Map(before.map((d) => [d._id, d]));
+        const missing = outside.filter((x) => !this.hot.has(x.id)).map((x) => x.id);
+        const found = missing.length ? ((await this.ds.find({ _id: { $in: missing } })) as UtxoDoc[]) : [];
+        const byId = new Map(found.map((d) => [d._id, d]));
+        for (const x of outside) {
+          const d = this.hot.get(x.id);
+          if (d) byId.set(x.id, d);
+        }
+        before.push(...byId.values());
         // Outputs the index never held (before the start height, or paying no address) are not tracked.
         for (const x of outside) {
           const d = byId.get(x.id);
           if (!d) continue;
           journals[x.block].spent.push(d);
           const tid = txId(d.a, x.txid);
-          if (!txMaps[x.block].has(tid)) txMaps[x.block].set(tid, { _id: tid, k: 't', a: d.a, txid: x.txid, h: journals[x.block].h });
+          if (!txMaps[x.block].has(tid)) txMaps[x.block].set(tid, { _id: tid, h: journals[x.block].h });
         }
       }
       journals.forEach((j, i) => j.added.push(...txMaps[i].keys()));
 
-      await this.ds.insert(journals);
+      // Until the tip moves, the hot outputs may not match the store; a failure below leaves them cleared.
+      const hot = this.hot;
+      for (const d of before) hot.delete(d._id);
+      await this.ds.insert(journals.map(pack));
       fault('journal');
       if (before.length) await this.ds.remove(ids(before), { multi: true });
       fault('spent');
@@ -193,6 +218,12 @@ export class NedbExplorerStore implements ExplorerStore {
       const last = journals.at(-1)!;
       await this.setTip(last.h, last.hash);
       fault('tip');
+      const room = this.opts.hotOutputs ?? 50_000;
+      for (const d of created.values()) hot.set(d._id, d);
+      for (const id of hot.keys()) {
+        if (hot.size <= room) break;
+        hot.delete(id);
+      }
       for (const j of journals) this.recent.set(j.h, [j.hash, j.prev]);
       const old: string[] = [];
       for (const h of this.recent.keys()) if (h <= last.h - this.opts.undoDepth) old.push(journalId(h));
@@ -208,20 +239,22 @@ export class NedbExplorerStore implements ExplorerStore {
       const tip = this.current;
       if (!tip) throw new Error('nothing to undo');
       if (!this.recent.has(tip.height)) throw new Error(`block ${tip.height} is below the kept undo depth and cannot be undone exactly`);
+      this.hot.clear();
       const j = await this.journal(tip.height);
       const fault = this.opts.faultAt ?? (() => {});
-      await this.ds.update({ _id: j._id }, { $set: { undo: true } }, {});
+      await this.ds.update({ _id: journalId(j.h) }, { $set: { undo: true } }, {});
       fault('undo-marked');
       await this.revert(j);
       fault('reverted');
       await this.setTip(j.h - 1, j.prev);
-      await this.ds.remove({ _id: j._id }, {});
+      await this.ds.remove({ _id: journalId(j.h) }, {});
       this.recent.delete(j.h);
     });
   }
 
   drop(): Promise<void> {
     return this.lock.write(async () => {
+      this.hot.clear();
       await this.ds.remove({}, { multi: true });
       this.current = null;
       this.recent.clear();
@@ -232,37 +265,40 @@ export class NedbExplorerStore implements ExplorerStore {
 
   utxos(address: string): Promise<Utxo[]> {
     return this.lock.read(async () => {
-      const docs = (await this.ds.find({ a: address, k: 'u' })) as UtxoDoc[];
-      docs.sort((x, y) => x.h - y.h || (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : x.n - y.n));
-      return docs.map((d) => ({ address: d.a, txid: d.txid, vout: d.n, height: d.h, satoshis: d.v, scriptPubKey: d.s, coinbase: d.cb }));
+      const docs = (await this.ds.find({ a: address })) as UtxoDoc[];
+      const out = docs.map((d) => {
+        const [, txid, n] = d._id.split(':');
+        return { address: d.a, txid, vout: Number(n), height: d.h, satoshis: d.v, scriptPubKey: d.s, coinbase: d.cb };
+      });
+      return out.sort((x, y) => x.height - y.height || (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : x.vout - y.vout));
     });
   }
 
   transactions(address: string): Promise<TxRef[]> {
     return this.lock.read(async () => {
-      const docs = (await this.ds.find({ a: address, k: 't' })) as TxDoc[];
-      docs.sort((x, y) => y.h - x.h || (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : 0));
-      return docs.map((d) => ({ txid: d.txid, height: d.h }));
+      const docs = (await this.ds.find(prefixed(`t:${address}:`))) as TxDoc[];
+      const out = docs.map((d) => ({ txid: d._id.slice(d._id.lastIndexOf(':') + 1), height: d.h }));
+      return out.sort((x, y) => y.height - x.height || (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : 0));
     });
   }
 
   balance(address: string): Promise<bigint> {
     return this.lock.read(async () => {
-      const docs = (await this.ds.find({ a: address, k: 'u' }, { v: 1 })) as { v: number }[];
+      const docs = (await this.ds.find({ a: address }, { v: 1 })) as { v: number }[];
       let sum = 0n;
       for (const d of docs) sum += BigInt(d.v);
       return sum;
     });
   }
 
-  private async journal(h: number): Promise<JournalDoc> {
+  private async journal(h: number): Promise<BlockUndo> {
     const j = (await this.ds.findOne({ _id: journalId(h) })) as JournalDoc | null;
     if (!j) throw new IndexInconsistentError(`explorer index: journal record of block ${h} is missing`);
-    return j;
+    return unpack(j);
   }
 
   /** Take a block's effects back: remove what it added, put back what it spent. Idempotent. */
-  private async revert(j: JournalDoc): Promise<void> {
+  private async revert(j: BlockUndo): Promise<void> {
     if (j.added.length) await this.ds.remove({ _id: { $in: j.added } }, { multi: true });
     if (j.spent.length) {
       await this.ds.remove(ids(j.spent), { multi: true });

@@ -96,7 +96,9 @@ export class Scanner {
       try {
         if (!(await this.step(signal)) || signal.aborted) break;
       } catch (e) {
-        if (!chainMoved(e)) throw e;
+        if (chainMoved(e)) continue;
+        this.opened = false; // see guard()
+        throw e;
       }
     }
     return this.store.tip()?.height ?? null;
@@ -104,6 +106,27 @@ export class Scanner {
 
   /** Undo down to `height` (exactly when the undo records reach, else rebuild from the start height). */
   async rollbackTo(height: number): Promise<void> {
+    return this.guard(() => this.undoTo(height));
+  }
+
+  async drop(): Promise<void> {
+    return this.guard(async () => {
+      await this.ensureOpen();
+      await this.store.drop();
+    });
+  }
+
+  /** A failed write may leave a run half-applied in memory: the next use opens the store again (recovery). */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      this.opened = false;
+      throw e;
+    }
+  }
+
+  private async undoTo(height: number): Promise<void> {
     await this.ensureOpen();
     const low = this.store.lowestUndoTarget();
     if (low === null || height < low) {
@@ -115,11 +138,6 @@ export class Scanner {
       await this.store.undoTip();
       this.stats.undone++;
     }
-  }
-
-  async drop(): Promise<void> {
-    await this.ensureOpen();
-    await this.store.drop();
   }
 
   private async ensureOpen(): Promise<void> {
