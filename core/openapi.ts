@@ -54,6 +54,7 @@ export function buildOpenApi(routes: BoundRoute[], version: string, title = 'cor
           ],
           responses,
         };
+        if (s.level !== 'public') op.security = [{ legacyidauth: [] }];
         if (s.method === 'WS') op['x-websocket'] = true;
         if (s.deprecated || i > 0) op.deprecated = true;
         if (s.removed) op['x-removed'] = s.removed;

@@ -27,6 +27,8 @@ describe('OpenAPI document', () => {
     assert.ok(doc.paths['/fixture/echo'].get, 'optional segments give one path per prefix');
     assert.equal(doc.paths['/fx/echo/{a}/{b}'].get.deprecated, true, 'alias prefixes are deprecated names');
     assert.equal(doc.paths['/fixture/level/admin'].get['x-level'], 'admin');
+    assert.deepEqual(doc.paths['/fixture/level/admin'].get.security, [{ legacyidauth: [] }]);
+    assert.equal(echo.security, undefined, 'public routes need no header');
     assert.equal(doc.paths['/fixture/old'].get['x-removed'], '8.19.0');
     assert.ok(doc.paths['/fixture/noquery'].get.responses['400'], 'a route refusing queries declares 400');
     assert.ok(doc.paths['/fixture/rawjson'].post.responses['413']);
