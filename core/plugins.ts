@@ -108,7 +108,7 @@ export class PluginSet {
           try {
             e.instance = await e.def.setup(context);
           } catch (err) {
-            throw new Error(`plugin ${id} failed to set up: ${(err as Error).message}`);
+            throw new Error(`${(err as Error).message} (plugin ${id} failed to set up)`);
           }
           created.push(id);
           this.opts.log.info({ plugin: id, version: e.def.version }, 'plugin set up');

@@ -107,7 +107,7 @@ describe('manifest errors at host start', () => {
     try {
       await assert.rejects(
         startNode({ dataDir: dir, manifestsDir: manifests, config: { pluginsDir: FIXTURE_PLUGINS, fixture: { failSetup: true } } }),
-        { message: 'plugin fixture failed to set up: the fixture was told to fail' },
+        { message: 'the fixture was told to fail (plugin fixture failed to set up)' },
       );
       const plugins = tempDir();
       fs.mkdirSync(path.join(plugins, 'fixture'));
