@@ -30,8 +30,10 @@ export class HealthRegistry {
     return () => this.checks.delete(name);
   }
 
-  async run(): Promise<{ healthy: boolean; checks: CheckReport[] }> {
-    const checks = await Promise.all([...this.checks].map(([name, c]) => runOne(name, c.fn, c.opts)));
+  /** `requiredOnly`: run only the checks that gate login (the login phrase need not wait on the others). */
+  async run(opts: { requiredOnly?: boolean } = {}): Promise<{ healthy: boolean; checks: CheckReport[] }> {
+    const selected = [...this.checks].filter(([, c]) => c.opts.required || !opts.requiredOnly);
+    const checks = await Promise.all(selected.map(([name, c]) => runOne(name, c.fn, c.opts)));
     return { healthy: checks.every((c) => c.ok || !c.required), checks };
   }
 }

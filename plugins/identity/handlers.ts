@@ -32,9 +32,9 @@ const phraseView = (p: PhraseRecord) => ({ loginPhrase: p.loginPhrase, createdAt
 export function makeHandlers(d: HandlerDeps) {
   const { ctx, phrases, sessions, sockets, logins } = d;
 
-  // Concurrent phrase requests share one run of the fitness checks.
+  // Concurrent phrase requests share one run of the checks that gate login (not the report-only ones).
   let checking: ReturnType<typeof ctx.health.run> | null = null;
-  const health = () => (checking ??= ctx.health.run().finally(() => (checking = null)));
+  const health = () => (checking ??= ctx.health.run({ requiredOnly: true }).finally(() => (checking = null)));
 
   return {
     loginphrase: async () => {

@@ -61,6 +61,17 @@ describe('identity: login', () => {
       assert.equal((await node.get('/id/loginphrase')).json.status, 'success');
     });
 
+    it('does not wait on, nor is refused by, report-only checks (required: false)', async () => {
+      const dropSlow = node.host.health.register('test-slow', () => new Promise<boolean>(() => undefined), { required: false, timeoutMs: 600_000 });
+      const dropFailing = node.host.health.register('test-report', () => false, { required: false });
+      try {
+        assert.equal((await node.get('/id/loginphrase')).json.status, 'success');
+      } finally {
+        dropSlow();
+        dropFailing();
+      }
+    });
+
     it('refuses a query string (HTTP 400)', async () => {
       assert.equal((await node.get('/id/loginphrase?x=1')).status, 400);
     });
