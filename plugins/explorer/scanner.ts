@@ -201,8 +201,10 @@ export class Scanner {
         keep++;
       }
       await this.store.applyBlocks(blocks.slice(0, keep));
-      this.stats.blocks += keep;
+      if (keep && Math.floor(blocks[keep - 1].height / 1000) > Math.floor((blocks[0].height - 1) / 1000))
+        this.opts.log.info({ height: blocks[keep - 1].height, daemonHeight: count }, 'explorer: indexing');
       for (let i = 0; i < keep; i++) this.stats.txs += blocks[i].txCount;
+      this.stats.blocks += keep;
       if (keep < blocks.length || signal.aborted) break;
     }
     return true;
