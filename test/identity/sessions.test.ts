@@ -165,6 +165,18 @@ describe('identity: sessions', () => {
     });
   });
 
+  it('every identity GET route refuses a query string (HTTP 400), checkprivilege a body that is not JSON', async () => {
+    const op = await login(node, admin);
+    for (const p of ['loginphrase', 'emergencyphrase', 'loggedsessions', 'logoutcurrentsession', 'logoutallsessions', 'loggedusers', 'activeloginphrases', 'logoutallusers']) {
+      const r = await node.get(`/id/${p}?x=1`, { legacyidauth: op.header });
+      assert.equal(r.status, 400, p);
+      assert.equal(r.json.data.code, 400);
+    }
+    assert.equal(await works(node, op), true, 'the refused logout routes did not run');
+    const bad = await node.post('/id/checkprivilege', '{legacyid:', { legacyidauth: op.header });
+    assert.equal(bad.json.data.code, 400);
+  });
+
   it('a session ends after 14 days (sessionTtlHours shortens it)', async () => {
     const l = await login(node, bitcoinWallet());
     clock.advance(14 * 24 * 3600_000 - 1);
