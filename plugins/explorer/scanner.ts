@@ -57,6 +57,7 @@ export class Scanner {
   private loop: Promise<void> | null = null;
   private ac: AbortController | null = null;
   private opened = false;
+  private waitingLogged = false;
 
   constructor(
     private readonly rpc: RpcClient,
@@ -177,12 +178,14 @@ export class Scanner {
     this.daemonHeight = count;
     const tip = this.store.tip();
     if (tip && tip.height >= 0) {
+      if (tip.height > count && (await this.daemonCatchingUp(count, signal))) return false;
       const theirs = tip.height <= count ? await this.rpc.call<string>('getblockhash', [tip.height], { signal }) : null;
       if (theirs !== tip.hash) {
         await this.rollback(count, signal);
         return true;
       }
     }
+    this.waitingLogged = false;
     const from = tip ? tip.height + 1 : this.opts.startHeight;
     if (from > count) return false;
     const fetcher = new BlockFetcher(this.rpc, from, count, { window: this.opts.prefetch, signal });
@@ -207,6 +210,21 @@ export class Scanner {
       this.stats.blocks += keep;
       if (keep < blocks.length || signal.aborted) break;
     }
+    return true;
+  }
+
+  /**
+   * The daemon is below the index on the same branch and still loading its chain (initial download, a
+   * reindex): wait for it rather than undo what it will have again.
+   */
+  private async daemonCatchingUp(count: number, signal: AbortSignal): Promise<boolean> {
+    const info = await this.rpc.call<{ initialblockdownload?: boolean; headers?: number; blocks?: number }>('getblockchaininfo', [], { signal });
+    if (info.initialblockdownload !== true && (info.headers ?? 0) <= (info.blocks ?? count)) return false;
+    // Loading, but a different block where both have one is a different chain, not a late one.
+    const ours = this.store.hashAt(count);
+    if (ours !== null && ours !== (await this.rpc.call<string>('getblockhash', [count], { signal }))) return false;
+    if (!this.waitingLogged) this.opts.log.info({ explorerHeight: this.store.tip()!.height, daemonHeight: count }, 'explorer: the daemon is behind the index and loading its chain; waiting');
+    this.waitingLogged = true;
     return true;
   }
 

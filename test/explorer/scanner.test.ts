@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { tempDir } from '../support/node.ts';
-import { activity, assertMatchesDaemon, chainView, indexFile, openIndex, walletAddresses } from './support.ts';
+import { Scanner } from '../../plugins/explorer/scanner.ts';
+import { activity, assertMatchesDaemon, chainView, indexFile, openIndex, rpcFor, silent, walletAddresses } from './support.ts';
 
 describe('explorer scanner on a real chain', function () {
   this.timeout(180_000);
@@ -137,6 +138,32 @@ describe('explorer scanner on a real chain', function () {
       await assertMatchesDaemon(rpc, store);
     });
   }
+
+  it('waits for a daemon that is loading its chain below the index, but follows one that dropped blocks', async () => {
+    const file = indexFile(dir, 'main.db');
+    const before = openIndex(ltc, file);
+    const tip = (await before.scanner.catchUp())!;
+    // A fresh daemon of the same network is in its initial block download at height 0, as after -reindex.
+    const fresh = await startLitecoind();
+    try {
+      const info = await fresh.rpc.call<{ initialblockdownload: boolean; blocks: number }>('getblockchaininfo');
+      assert.equal(info.initialblockdownload, true);
+      const { store } = openIndex(ltc, file);
+      const waiting = new Scanner(rpcFor(fresh), store, { startHeight: 0, pollMs: 50, retryMs: 50, prefetch: 8, log: silent });
+      assert.equal(await waiting.catchUp(), tip, 'nothing undone while the daemon loads');
+      assert.equal(waiting.stats.reorgs + waiting.stats.undone, 0);
+    } finally {
+      await fresh.stop();
+    }
+    // The same daemon dropping its last block (and not loading): the index follows it down.
+    await ltc.rpc.call('invalidateblock', [await ltc.rpc.call<string>('getblockhash', [tip])]);
+    const { scanner, store } = openIndex(ltc, file);
+    assert.equal(await scanner.catchUp(), tip - 1);
+    await assertMatchesDaemon(ltc.rpc, store);
+    await ltc.rpc.call('reconsiderblock', [before.store.hashAt(tip)!]);
+    assert.equal(await scanner.catchUp(), tip);
+    await assertMatchesDaemon(ltc.rpc, store);
+  });
 
   it('rolls back to a height exactly, and rebuilds when asked below the kept undo records', async () => {
     const file = indexFile(dir, 'rescan.db');
