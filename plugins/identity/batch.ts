@@ -19,7 +19,11 @@ export class GroupCommit<T> {
     this.added++;
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ item, done: (err) => (err ? reject(err) : resolve()) });
-      if (!this.running) void this.drain();
+      if (!this.running) {
+        // Start on the next turn: the other requests read in this one join the same write.
+        this.running = true;
+        setImmediate(() => void this.drain());
+      }
     });
   }
 
