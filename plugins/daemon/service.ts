@@ -5,10 +5,9 @@
  * the short cache. Credentials are (re)read from the config, cookie or conf file when the daemon refuses or
  * cannot be reached, so a daemon restarted with a new cookie is picked up without restarting the node.
  */
-import { RpcError, type RpcClient, type RpcClientOptions } from '../../core/plugin-api.ts';
+import { RpcError, createRpcClient, type RpcClient, type RpcClientOptions, type RpcConnection } from '../../core/plugin-api.ts';
 import { HotCache } from './cache.ts';
 import { resolveConnection, type Connection, type DaemonSettings } from './settings.ts';
-import { createHttpRpcClient, type HttpRpcClient } from './transport.ts';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -31,8 +30,8 @@ export interface DaemonService extends RpcClient {
 export function createDaemonService(settings: DaemonSettings, clock: { now(): number }): DaemonService {
   const cache = new HotCache(clock, settings.cache);
   let conn: Connection | undefined;
-  let client: HttpRpcClient | undefined;
-  let healthClient: HttpRpcClient | undefined;
+  let client: RpcConnection | undefined;
+  let healthClient: RpcConnection | undefined;
   let resolveError: string | undefined;
   let stale = true;
   let active = 0;
@@ -52,8 +51,8 @@ export function createDaemonService(settings: DaemonSettings, clock: { now(): nu
     if (!client || !conn || next.url !== conn.url || next.user !== conn.user || next.password !== conn.password) {
       const base = { url: next.url, user: next.user, password: next.password, name: 'daemon' };
       // The old clients are not closed here: calls may still run on them; their idle sockets time out.
-      client = createHttpRpcClient({ ...base, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency });
-      healthClient = createHttpRpcClient({ ...base, timeoutMs: settings.health.timeoutMs, concurrency: 1 });
+      client = createRpcClient({ ...base, timeoutMs: settings.timeoutMs, concurrency: settings.concurrency });
+      healthClient = createRpcClient({ ...base, timeoutMs: settings.health.timeoutMs, concurrency: 1 });
     }
     conn = next;
     return client;
