@@ -13,6 +13,7 @@ import { sign } from '@octokit/webhooks-methods';
 import { REPO_ROOT } from '../../core/config.ts';
 import { createDeployerHost, deployerConfigFromEnv } from '../../core/deployer-host.ts';
 import type { Host } from '../../core/host.ts';
+import { fetchAnswer, type Answer } from '../support/node.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -89,24 +90,9 @@ export function nodeApp(version: string, o: { build?: string; serve?: boolean; l
   };
 }
 
-export interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
+export type { Answer };
 
-async function request(url: string, init: RequestInit = {}): Promise<Answer> {
-  const res = await fetch(url, init);
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
+const request = fetchAnswer;
 
 export interface TestDeployer {
   host: Host;

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { freePort, startLitecoind, type Regtest } from '../support/litecoind.ts';
-import { tempDir, type Answer } from '../support/node.ts';
+import { fetchAnswer, tempDir, type Answer } from '../support/node.ts';
 import { activity, assertMatchesDaemon, walletAddresses } from './support.ts';
 import { explorerConfig, explorerManifests, httpReader, synced, until } from './node.ts';
 
@@ -50,17 +50,7 @@ describe('explorer survives kill -9 of the node while indexing', function () {
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const base = `http://127.0.0.1:${port}`;
-    const get = async (p: string): Promise<Answer> => {
-      const res = await fetch(base + p);
-      const text = await res.text();
-      let json: any;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-      return { status: res.status, headers: res.headers, text, json };
-    };
+    const get = (p: string) => fetchAnswer(base + p);
     return { get: (p) => get(p).catch(() => ({ status: 0, headers: new Headers(), text: '', json: undefined })) };
   }
 

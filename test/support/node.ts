@@ -26,6 +26,19 @@ export interface Answer {
   json: any;
 }
 
+/** One HTTP exchange as an Answer: status, headers, text, and the JSON body when there is one. */
+export async function fetchAnswer(url: string, init: RequestInit = {}): Promise<Answer> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
 export function tempDir(prefix = 'corenode-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
@@ -70,17 +83,7 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
   await host.start();
   const port = await host.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
-  const request = async (method: string, p: string, init: RequestInit = {}): Promise<Answer> => {
-    const res = await fetch(url + p, { ...init, method });
-    const text = await res.text();
-    let json: any;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
-  };
+  const request = (method: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method });
   return {
     host,
     url,
