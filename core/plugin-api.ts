@@ -19,6 +19,7 @@ import type { SseStream } from './sse.ts';
 export { ApiError, Reply, reply } from './errors.ts';
 export { VERSION } from './version.ts';
 export type { Datastore, OperationsService, EventBus, HealthRegistry, Gates, AuthService, NodeConfig, SseStream };
+export { parseConf, readConf, readCookie, cookieCandidates, type DaemonConf, type Network } from './daemon-conf.ts';
 export { createRpcClient, RpcError, type RpcClient, type RpcConnection, type RpcClientOptions } from './rpc.ts';
 export type { WebSocket };
 

@@ -2,8 +2,9 @@
  * The `benchmark:` config section and how the benchmark daemon's RPC endpoint and credentials are found:
  * explicit `rpc` keys, then its cookie file, then its config file (`rpcuser`, `rpcpassword`, `rpcport`, with
  * `[main]`/`[test]` sections), then the reference defaults (port 16224, the reference's fixed credentials).
- * The daemon plugin reads its own daemon the same way; plugins share no code, so this is a small copy.
+ * The conf and cookie readers are the plugin API's, shared with the daemon plugin.
  */
+import { parseConf, readCookie } from '../../core/plugin-api.ts';
 import fs from 'node:fs';
 
 export interface BenchmarkSettings {
@@ -70,43 +71,24 @@ export function resolveConnection(s: Pick<BenchmarkSettings, 'rpc' | 'confFile' 
     } catch (e) {
       throw new Error(`cannot read the benchmark config file ${s.confFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
     }
-    ({ values: conf, network } = parseConf(text, s.network));
+    const parsed = parseConf(text, s.confFile, s.network);
+    conf = parsed.values;
+    network = parsed.network === 'main' ? 'main' : 'test'; // the benchmark daemon has no regtest port of its own
   }
   const port = /^\d{1,5}$/.test(conf.rpcport ?? '') ? conf.rpcport : DEFAULT_PORT[network];
   const url = s.rpc.url ?? `http://${conf.rpcconnect || '127.0.0.1'}:${port}/`;
   if (s.rpc.user !== undefined || s.rpc.password !== undefined) return { url, user: s.rpc.user ?? '', password: s.rpc.password ?? '', source: 'benchmark.rpc' };
   if (s.cookieFile) {
-    let text: string;
+    let cookie: { user: string; password: string };
     try {
-      text = fs.readFileSync(s.cookieFile, 'utf8').trim();
+      cookie = readCookie(s.cookieFile);
     } catch (e) {
-      throw new Error(`cannot read the benchmark cookie file ${s.cookieFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new Error(code ? `cannot read the benchmark cookie file ${s.cookieFile} (${code})` : (e as Error).message);
     }
-    const colon = text.indexOf(':');
-    if (colon <= 0) throw new Error(`${s.cookieFile} is not a cookie file (expected user:password)`);
-    return { url, user: text.slice(0, colon), password: text.slice(colon + 1), source: `cookie ${s.cookieFile}` };
+    return { url, ...cookie, source: `cookie ${s.cookieFile}` };
   }
   if (conf.rpcpassword !== undefined) return { url, user: conf.rpcuser ?? '', password: conf.rpcpassword, source: `config file ${s.confFile}` };
   // The reference's fixed credentials, only as the last fallback (facts §3.3; §9: do not hard-code them).
   return { url, user: 'corebenchuser', password: 'corebenchpassword', source: 'reference defaults' };
-}
-
-/** `key=value` lines, `#` comments, `[main]`/`[test]` sections over the top level. */
-function parseConf(text: string, network?: 'main' | 'test'): { values: Record<string, string>; network: 'main' | 'test' } {
-  const top: Record<string, string> = {};
-  const sections: Record<string, Record<string, string>> = {};
-  let cur = top;
-  for (const raw of text.split(/\r?\n/)) {
-    const line = (raw.includes('#') ? raw.slice(0, raw.indexOf('#')) : raw).trim();
-    if (!line) continue;
-    const sec = /^\[([^\]]+)\]$/.exec(line);
-    if (sec) {
-      cur = sections[sec[1].trim().toLowerCase()] ??= {};
-      continue;
-    }
-    const eq = line.indexOf('=');
-    cur[(eq < 0 ? line : line.slice(0, eq)).trim()] = eq < 0 ? '1' : line.slice(eq + 1).trim();
-  }
-  const net = network ?? (top.testnet && top.testnet !== '0' ? 'test' : 'main');
-  return { values: { ...top, ...(sections[net] ?? {}) }, network: net };
 }

@@ -2,7 +2,7 @@
  * The `daemon:` config section and how the RPC endpoint and credentials are found: explicit `rpc` keys
  * first, then the cookie file, then the daemon's own config file, then the reference defaults.
  */
-import { cookieCandidates, readConf, readCookie, type DaemonConf, type Network } from './conf.ts';
+import { cookieCandidates, readConf, readCookie, type DaemonConf, type Network } from '../../core/plugin-api.ts';
 
 export interface DaemonSettings {
   rpc: { url?: string; user?: string; password?: string };

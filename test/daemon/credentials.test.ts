@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseConf } from '../../plugins/daemon/conf.ts';
+import { parseConf } from '../../core/daemon-conf.ts';
 import { resolveConnection } from '../../plugins/daemon/settings.ts';
 import { createRpcClient } from '../../core/rpc.ts';
 import { freePort, startLitecoind, type Regtest } from '../support/litecoind.ts';

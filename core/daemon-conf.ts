@@ -2,7 +2,8 @@
  * Reading a bitcoin-style daemon config file (`core.conf`, `litecoin.conf`): `key=value` lines, `#` comments,
  * `[main]`/`[test]`/`[regtest]` sections. Keys of the section of the daemon's network override the top-level
  * ones (litecoind, bitcoind and zcash-based daemons all read it this way; regtest puts `rpcport` under
- * `[regtest]`). Repeated keys keep the last value.
+ * `[regtest]`). Repeated keys keep the last value. In the plugin API because the daemon and benchmark
+ * plugins both read such files.
  */
 import fs from 'node:fs';
 import path from 'node:path';
