@@ -7,7 +7,9 @@ try {
   const host = createDeployerHost({ config });
   await run(host, config.api.port, config.api.host, 'Webhook listener (deployment trigger)').catch((e) => fatal(describeStartError(e)));
   // WEBHOOK_TIMEOUT bounds how long one request may take to arrive (headers and body).
-  const timeout = (config.deployer as { webhookTimeoutMs: number }).webhookTimeoutMs;
+  // The env section holds only the variables that are set: with WEBHOOK_TIMEOUT unset this was undefined,
+  // and an undefined requestTimeout aborts node's HTTP server (ConnectionsList::Expired) 30 s after start.
+  const timeout = (config.deployer as { webhookTimeoutMs?: number }).webhookTimeoutMs ?? 30_000;
   if (host.server) {
     host.server.requestTimeout = timeout;
     host.server.headersTimeout = Math.min(timeout, 60_000);
