@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject } from 'ajv';
-import { createAjv, describeError } from './schema.ts';
-import { YamlSource } from './yaml-source.ts';
+import { createAjv, describeError } from './manifest/schema.ts';
+import { YamlSource } from './manifest/yaml-source.ts';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -7,20 +7,20 @@
  */
 import type { WebSocket } from 'ws';
 import type { Logger } from 'pino';
-import type { Datastore } from './store.ts';
-import type { OperationsService } from './queue.ts';
-import type { EventBus } from './events.ts';
-import type { HealthRegistry } from './health.ts';
-import type { Gates } from './gates.ts';
-import type { AuthService } from './auth.ts';
+import type { Datastore } from './services/store.ts';
+import type { OperationsService } from './services/queue.ts';
+import type { EventBus } from './services/events.ts';
+import type { HealthRegistry } from './services/health.ts';
+import type { Gates } from './services/gates.ts';
+import type { AuthService } from './services/auth.ts';
 import type { NodeConfig } from './config.ts';
-import type { SseStream } from './sse.ts';
+import type { SseStream } from './http/sse.ts';
 
-export { ApiError, Reply, reply } from './errors.ts';
+export { ApiError, Reply, reply } from './http/reply.ts';
 export { VERSION } from './version.ts';
 export type { Datastore, OperationsService, EventBus, HealthRegistry, Gates, AuthService, NodeConfig, SseStream };
-export { parseConf, readConf, readCookie, cookieCandidates, type DaemonConf, type Network } from './daemon-conf.ts';
-export { createRpcClient, RpcError, type RpcClient, type RpcConnection, type RpcClientOptions } from './rpc.ts';
+export { parseConf, readConf, readCookie, cookieCandidates, type DaemonConf, type Network } from '../lib/daemon-rpc/conf.ts';
+export { createRpcClient, RpcError, type RpcClient, type RpcConnection, type RpcClientOptions } from '../lib/daemon-rpc/rpc.ts';
 export type { WebSocket };
 
 /** Permission levels a manifest route states (spec: Authentication). */

@@ -6,10 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig, type NodeConfig } from '../config.ts';
-import { diffManifests } from '../manifest-diff.ts';
-import { BUILTIN_PLUGINS, checkFiles, manifestFiles } from '../manifest-set.ts';
-import type { Manifest } from '../manifest.ts';
-import { PluginState, readState, writeState } from '../plugin-state.ts';
+import { diffManifests } from '../manifest/diff.ts';
+import { BUILTIN_PLUGINS, checkFiles, manifestFiles } from '../manifest/set.ts';
+import type { Manifest } from '../manifest/parse.ts';
+import { PluginState, readState, writeState } from '../plugins/state.ts';
 
 const USAGE = `usage: npm run corectl -- <command>
 

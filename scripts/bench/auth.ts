@@ -58,7 +58,7 @@ async function serve(pureJs: boolean): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corenode-bench-auth-'));
   const manifests = path.join(dir, 'manifests');
   fs.mkdirSync(manifests);
-  for (const f of ['core.yaml', 'host.yaml']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', f), path.join(manifests, f));
+  for (const f of ['node.yaml', 'host.yaml']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', f), path.join(manifests, f));
   const identity = YAML.parse(fs.readFileSync(path.join(REPO_ROOT, 'manifests', 'identity.yaml'), 'utf8'));
   identity.routes.push(
     { id: 'identity.bench-user', path: '/bench/user', handler: 'checkprivilege', level: 'user' },

@@ -14,7 +14,7 @@ import path from 'node:path';
 import os from 'node:os';
 import NeDB from 'nedb-promises';
 import { startLitecoind } from '../../test/support/litecoind.ts';
-import { createRpcClient } from '../../core/rpc.ts';
+import { createRpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
 import { NedbExplorerStore } from '../../plugins/explorer/nedb-store.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';

@@ -42,10 +42,10 @@ async function startHost() {
   const plugins = path.join(dir, 'plugins');
   fs.mkdirSync(manifests);
   fs.mkdirSync(path.join(plugins, 'bulk'), { recursive: true });
-  fs.mkdirSync(path.join(plugins, 'core'));
-  for (const f of ['core.yaml', 'host.yaml']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', f), path.join(manifests, f));
+  fs.mkdirSync(path.join(plugins, 'node'));
+  for (const f of ['node.yaml', 'host.yaml']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', f), path.join(manifests, f));
   // The real core plugin, re-exported from the temp plugins folder.
-  fs.writeFileSync(path.join(plugins, 'core', 'index.ts'), `export { default } from '${path.join(REPO_ROOT, 'plugins/core/index.ts')}';\n`);
+  fs.writeFileSync(path.join(plugins, 'node', 'index.ts'), `export { default } from '${path.join(REPO_ROOT, 'plugins/node/index.ts')}';\n`);
   fs.writeFileSync(
     path.join(plugins, 'bulk', 'index.ts'),
     `import { definePlugin } from '${path.join(REPO_ROOT, 'core/plugin-api.ts')}';\n` +

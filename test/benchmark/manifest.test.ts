@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
-import { loadManifestFile } from '../../core/manifest.ts';
+import { loadManifestFile } from '../../core/manifest/parse.ts';
 
 const manifest = loadManifestFile(path.join(REPO_ROOT, 'manifests/benchmark.yaml'));
 const reference = fs

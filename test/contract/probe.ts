@@ -3,7 +3,7 @@
  * as written, which fetch would normalise), bounded by a timeout, and the junk it fills routes with.
  */
 import http from 'node:http';
-import type { BoundRoute } from '../../core/chain.ts';
+import type { BoundRoute } from '../../core/http/chain.ts';
 
 export interface Probe {
   method: string;

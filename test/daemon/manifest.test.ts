@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
-import { loadManifestFile } from '../../core/manifest.ts';
+import { loadManifestFile } from '../../core/manifest/parse.ts';
 import { rpcRoute } from '../../plugins/daemon/params.ts';
 import { DAEMON_METHODS } from '../../plugins/daemon/methods.ts';
 

@@ -18,8 +18,8 @@ const FIXTURES = path.join(REPO_ROOT, 'test/daemon/fixtures');
 export function isolatedPlugins(...names: string[]): { manifestsDir: string; pluginsDir: string; cleanup(): void } {
   const manifestsDir = tempDir('corenode-manifests-');
   const pluginsDir = tempDir('corenode-plugins-');
-  for (const n of ['host', 'core', ...names]) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${n}.yaml`), path.join(manifestsDir, `${n}.yaml`));
-  for (const n of ['core', ...names]) fs.symlinkSync(path.join(REPO_ROOT, 'plugins', n), path.join(pluginsDir, n));
+  for (const n of ['host', 'node', ...names]) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${n}.yaml`), path.join(manifestsDir, `${n}.yaml`));
+  for (const n of ['node', ...names]) fs.symlinkSync(path.join(REPO_ROOT, 'plugins', n), path.join(pluginsDir, n));
   fs.copyFileSync(path.join(FIXTURES, 'fixture.yaml'), path.join(manifestsDir, 'fixture.yaml'));
   fs.symlinkSync(path.join(FIXTURES, 'fixture'), path.join(pluginsDir, 'fixture'));
   return {

@@ -10,7 +10,7 @@ import { startNode, tempDir, type Answer, type StartOptions, type TestNode } fro
 import type { Regtest } from '../support/litecoind.ts';
 import type { IndexReader } from './support.ts';
 
-export const MANIFESTS = ['host', 'core', 'identity', 'daemon', 'explorer'];
+export const MANIFESTS = ['host', 'node', 'identity', 'daemon', 'explorer'];
 
 export function explorerManifests(): string {
   const dir = tempDir('corenode-explorer-manifests-');

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import NeDB from 'nedb-promises';
-import { createRpcClient, type RpcClient } from '../../core/rpc.ts';
+import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
 import { NedbExplorerStore, type NedbStoreOptions } from '../../plugins/explorer/nedb-store.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';

@@ -10,7 +10,7 @@ import type { TestWallet } from './keys.ts';
 
 export function identityManifests(): string {
   const dir = tempDir('corenode-idm-');
-  for (const f of ['core.yaml', 'host.yaml', 'identity.yaml']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', f), path.join(dir, f));
+  for (const f of ['node.yaml', 'host.yaml', 'identity.yaml']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', f), path.join(dir, f));
   return dir;
 }
 

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createRpcClient, type RpcClient } from '../../core/rpc.ts';
+import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { tempDir } from './node.ts';
 
 export interface Regtest {

@@ -1,0 +1,254 @@
+/**
+ * The fixed per-route chain (one compiled function per route, steps only where the route declares them):
+ * HTTPS only -> removed -> plugin enabled -> gate -> query refused -> body (413) -> caller and level ->
+ * input validation -> handler (or operation) -> envelope.
+ */
+import fs from 'node:fs';
+import type { Context } from 'koa';
+import type { ValidateFunction } from 'ajv';
+import type { Logger } from 'pino';
+import { koaBody } from 'koa-body';
+import { ApiError, Reply, envelope, toErrorData } from './reply.ts';
+import { declaredTooLarge, parseJsonBody, readRaw, tooLarge } from './body.ts';
+import { ANONYMOUS, type AuthService } from '../services/auth.ts';
+import type { Caller, Handler, HandlerInput, RouteInfo, SseHandler } from '../plugin-api.ts';
+import type { RouteSpec } from '../manifest/parse.ts';
+import type { Gates } from '../services/gates.ts';
+import type { OperationsService } from '../services/queue.ts';
+import { SseStream } from './sse.ts';
+import { RequestInput } from './input.ts';
+import { NO_PARAMS } from './router.ts';
+import { createAjv, describeError } from '../manifest/schema.ts';
+
+export interface ChainServices {
+  auth: AuthService;
+  gates: Gates;
+  queue: OperationsService;
+  log: Logger;
+  /** Null while a plugin serves; else the message its routes answer (operators toggle it without a restart). */
+  pluginRefusal(id: string): string | null;
+  /** Called just before a handler runs (tests prove a refused caller never reaches one). */
+  onHandler?: (routeId: string, caller: Caller) => void;
+}
+
+export interface BoundRoute {
+  spec: RouteSpec;
+  info: RouteInfo;
+  handler?: Handler;
+  validateParams?: ValidateFunction;
+  validateQuery?: ValidateFunction;
+  validateBody?: ValidateFunction;
+}
+
+const coercing = createAjv({ coerceTypes: true, useDefaults: true });
+const strict = createAjv({ useDefaults: true });
+
+/**
+ * Compiled validators by schema text. Reloads build new schema objects each time; without this, every
+ * reload would compile every route again, and ajv (which caches by object) would keep each copy forever.
+ */
+const compiled = new Map<string, ValidateFunction>();
+
+export function bindRoute(spec: RouteSpec, handler: Handler | undefined): BoundRoute {
+  const compile = (ajv: typeof strict, schema: object | undefined, what: string) => {
+    if (!schema) return undefined;
+    const key = `${ajv === strict ? 's' : 'c'}${JSON.stringify(schema)}`;
+    const hit = compiled.get(key);
+    if (hit) return hit;
+    try {
+      const fn = ajv.compile(schema);
+      compiled.set(key, fn);
+      return fn;
+    } catch (e) {
+      throw new Error(`${spec.source}: ${what} schema of ${spec.id} does not compile: ${(e as Error).message}`);
+    }
+  };
+  return {
+    spec,
+    handler,
+    info: { id: spec.id, plugin: spec.plugin, method: spec.method, path: spec.path, level: spec.level, meta: spec.meta },
+    validateParams: compile(coercing, spec.params, 'params'),
+    validateQuery: typeof spec.query === 'object' ? compile(coercing, spec.query, 'query') : undefined,
+    validateBody: compile(strict, spec.body.schema, 'body'),
+  };
+}
+
+function send(ctx: Context, r: BoundRoute, status: number, payload: unknown) {
+  ctx.status = status;
+  if (payload instanceof Reply) {
+    ctx.status = payload.status;
+    ctx.set(payload.headers);
+    ctx.body = payload.body as any;
+    return;
+  }
+  if (r.spec.deprecated) ctx.set('Deprecation', 'true');
+  // Set directly: Koa's `ctx.type =` looks the type up in the mime table on every answer.
+  ctx.set('Content-Type', 'application/json; charset=utf-8');
+  ctx.body = JSON.stringify(payload);
+}
+
+function fail(ctx: Context, r: BoundRoute, err: unknown, log: Logger) {
+  if (!(err instanceof ApiError)) log.error({ err, route: r.spec.id }, 'handler failed');
+  const data = toErrorData(err);
+  // The node API answers handled errors at 200 in the envelope; plain-HTTP services (envelope: false)
+  // answer with the status itself: the error's wire status, else 400 for a typed error, 500 otherwise.
+  const wire =
+    err instanceof ApiError && err.wireStatus ? err.wireStatus
+    : r.spec.envelope ? 200
+    : err instanceof ApiError ? (typeof err.code === 'number' && err.code >= 400 && err.code < 600 ? err.code : 400)
+    : 500;
+  if (wire === 413) ctx.set('Connection', 'close');
+  send(ctx, r, wire, r.spec.envelope ? envelope.error(data) : { status: 'error', message: data.message });
+}
+
+const multipart = (limit: number) =>
+  koaBody({
+    multipart: true,
+    urlencoded: false,
+    json: false,
+    text: false,
+    // Text fields count against the limit too (formidable's own default allows 20 MB of them).
+    formidable: { maxFileSize: limit, maxTotalFileSize: limit, maxFieldsSize: limit },
+  });
+
+/** Uploaded files live in the temp folder only while their request is served; handlers copy what they keep. */
+function removeUploads(files: Record<string, unknown> | undefined): void {
+  for (const f of Object.values(files ?? {}).flat()) {
+    const p = (f as { filepath?: unknown })?.filepath;
+    if (typeof p === 'string') fs.rm(p, { force: true }, () => undefined);
+  }
+}
+
+/** Counts the requests being served on one route table (see table.ts `drained`). */
+export interface InFlight {
+  active: number;
+  onIdle?: () => void;
+}
+
+/** Build the Koa middleware that serves one bound route. */
+export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlight = { active: 0 }) {
+  const { spec } = r;
+  const parser = spec.body.parser;
+  const limit = spec.body.limit;
+  const multipartMw = parser === 'multipart' ? multipart(limit) : undefined;
+  const needsCaller = spec.level !== 'public';
+
+  return async function serve(ctx: Context): Promise<void> {
+    inFlight.active++;
+    let files: Record<string, unknown> | undefined;
+    try {
+      if (spec.httpsOnly && !ctx.secure)
+        throw new ApiError(403, 'ForbiddenProtocol', 'HTTPS is required for this endpoint; plain HTTP is refused', 403);
+      if (spec.removed) throw new ApiError(410, 'Gone', `${spec.path} was removed in ${spec.removed} and is no longer served`);
+      const refusal = svc.pluginRefusal(spec.plugin);
+      if (refusal) throw new ApiError(503, 'PluginDisabled', refusal);
+      if (spec.gate && !svc.gates.holds(spec.gate))
+        throw new ApiError(503, 'ServiceUnavailable', `Not available until the node holds the ${spec.gate}`, 503);
+      if (spec.query === false && ctx.querystring)
+        throw new ApiError(400, 'BadRequest', `${spec.path} takes no query parameters`, 400);
+
+      let body: unknown;
+      let rawBody: Buffer | undefined;
+      if (parser !== 'none') {
+        if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
+        // `Expect: 100-continue`: the client waits for this before sending; refusals above never send it.
+        if (ctx.req.headers.expect === '100-continue' && !ctx.res.headersSent) ctx.res.writeContinue();
+        if (multipartMw) {
+          try {
+            await multipartMw(ctx as any, async () => {});
+          } catch (e) {
+            throw /maxFileSize|maxTotalFileSize|exceeded/i.test(String((e as Error).message)) ? tooLarge(limit) : ApiError.badRequest('The multipart body could not be parsed');
+          }
+          body = (ctx.request as any).body ?? {};
+          files = (ctx.request as any).files;
+        } else {
+          rawBody = await readRaw(ctx.req, limit);
+          if (parser === 'raw-json') body = parseJsonBody(rawBody);
+          else if (parser === 'json') {
+            if (!ctx.is('json') && rawBody.length) throw ApiError.badRequest('This endpoint takes an application/json body');
+            body = parseJsonBody(rawBody);
+          } else if (parser === 'text') body = rawBody.toString('utf8');
+          else body = rawBody;
+        }
+      }
+
+      const params: Record<string, any> = ctx.params === NO_PARAMS ? {} : { ...ctx.params };
+      const qs = ctx.querystring;
+      const query: Record<string, any> = qs ? parseQuery(qs) : {};
+      let caller: Caller = ANONYMOUS;
+      const header = ctx.req.headers.legacyidauth;
+      if (header) caller = await svc.auth.resolve(header);
+      if (needsCaller) {
+        const app = appNameOf(spec.appParam, params, query, body);
+        if (!(await svc.auth.allows(spec.level, caller, app))) throw ApiError.unauthorized();
+      }
+
+      if (r.validateParams && !r.validateParams(params)) throw invalid('path', r.validateParams);
+      if (r.validateQuery && !r.validateQuery(query)) throw invalid('query', r.validateQuery);
+      if (r.validateBody && !r.validateBody(body)) throw invalid('body', r.validateBody);
+
+      const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller);
+
+      svc.onHandler?.(spec.id, caller);
+      if (spec.operation) {
+        if (!caller.legacyid) throw ApiError.unauthorized();
+        const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => {
+          input.signal = ctl.signal;
+          input.checkpoint = ctl.checkpoint;
+          return r.handler!(input);
+        });
+        ctx.set('Location', op.statusUrl);
+        ctx.set('Retry-After', '2');
+        send(ctx, r, 202, envelope.data({ jobId: op.jobId, statusUrl: op.statusUrl, status: op.status }));
+        return;
+      }
+
+      if (spec.method === 'SSE') {
+        const stream = new SseStream(ctx.res);
+        try {
+          await (r.handler as unknown as SseHandler)(input, stream);
+        } catch (e) {
+          if (!stream.opened) throw e; // refused before streaming: an ordinary answer
+          svc.log.warn({ err: e, route: spec.id }, 'event stream ended with an error');
+        }
+        stream.open();
+        stream.close();
+        ctx.respond = false;
+        return;
+      }
+
+      const out = await r.handler!(input);
+      send(ctx, r, 200, out instanceof Reply || !spec.envelope ? out : envelope.data(out ?? null));
+    } catch (err) {
+      fail(ctx, r, err, svc.log);
+    } finally {
+      if (files) removeUploads(files);
+      if (--inFlight.active === 0) inFlight.onIdle?.();
+    }
+  };
+}
+
+/** One string per key (the first when repeated); keys like `a[$ne]` stay plain strings, never objects. */
+function parseQuery(qs: string): Record<string, any> {
+  const out: Record<string, string> = {};
+  if (!qs) return out;
+  for (const [k, v] of new URLSearchParams(qs)) {
+    if (Object.hasOwn(out, k)) continue;
+    // `__proto__` would set the prototype instead of a key; `constructor` & co. are plain keys too.
+    if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
+  return out;
+}
+
+function appNameOf(param: string, ...sources: any[]): string | undefined {
+  for (const s of sources) {
+    const v = s && typeof s === 'object' ? s[param] : undefined;
+    if (typeof v === 'string' && v) return v;
+  }
+  return undefined;
+}
+
+function invalid(where: string, v: ValidateFunction): ApiError {
+  return new ApiError(400, 'ValidationError', `Invalid ${where} input: ${describeError(where, v.errors![0]).text}`);
+}

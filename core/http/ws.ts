@@ -1,0 +1,83 @@
+/**
+ * Websocket routes (`method: WS`): the upgrade request goes through the same refusals as the HTTP chain
+ * (HTTPS only, removed, plugin, gate, level, params), answered as plain HTTP statuses since no envelope can
+ * be sent before the handshake; then the handler owns the socket.
+ */
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import type { WebSocketServer } from 'ws';
+import { ANONYMOUS, type AuthService } from '../services/auth.ts';
+import type { ChainServices } from './chain.ts';
+import { ApiError, envelope, toErrorData } from './reply.ts';
+import type { HandlerInput, WsHandler } from '../plugin-api.ts';
+import type { RouteTable } from './table.ts';
+
+const TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  410: 'Gone',
+  503: 'Service Unavailable',
+};
+
+export interface UpgradeDeps {
+  table: () => RouteTable | null;
+  ready: () => boolean;
+  svc: ChainServices;
+  auth: AuthService;
+  wss: WebSocketServer;
+  log: Logger;
+}
+
+export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+  const refuse = (status: number) => {
+    socket.end(`HTTP/1.1 ${status} ${TEXT[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  };
+  socket.on('error', () => undefined); // a client that vanishes mid-handshake is not the node's error
+  try {
+    if (!deps.ready()) return refuse(503);
+    const url = new URL(req.url ?? '/', 'http://node');
+    const table = deps.table();
+    const found = table?.ws.find('WS', url.pathname);
+    const hit = found && { route: found.value, params: { ...found.params } };
+    if (!hit) return refuse(404);
+    const r = hit.route;
+    const secure = (req.socket as { encrypted?: boolean }).encrypted === true;
+    if (r.spec.httpsOnly && !secure) return refuse(403);
+    if (r.spec.removed) return refuse(410);
+    if (deps.svc.pluginRefusal(r.spec.plugin)) return refuse(503);
+    if (r.spec.gate && !deps.svc.gates.holds(r.spec.gate)) return refuse(503);
+    const caller = req.headers.legacyidauth ? await deps.auth.resolve(req.headers.legacyidauth) : ANONYMOUS;
+    const query = Object.fromEntries(url.searchParams);
+    if (r.spec.level !== 'public' && !(await deps.auth.allows(r.spec.level, caller, hit.params[r.spec.appParam] ?? query[r.spec.appParam])))
+      return refuse(401);
+    if (r.validateParams && !r.validateParams(hit.params)) return refuse(400);
+    const input: HandlerInput = {
+      params: hit.params,
+      query,
+      body: undefined,
+      headers: req.headers,
+      caller,
+      route: r.info,
+      ip: req.socket.remoteAddress ?? '',
+      secure,
+      signal: new AbortController().signal,
+      checkpoint: () => {},
+    };
+    deps.wss.handleUpgrade(req, socket, head, (ws) => {
+      Promise.resolve()
+        .then(() => (r.handler as unknown as WsHandler)(input, ws))
+        .catch((err) => {
+          if (!(err instanceof ApiError)) deps.log.error({ err, route: r.spec.id }, 'websocket handler failed');
+          ws.send(JSON.stringify(envelope.error(toErrorData(err))));
+          ws.close(1011);
+        });
+    });
+  } catch (err) {
+    // A malformed path (bad percent-encoding) or a failing session lookup: refuse, never crash.
+    deps.log.debug({ err }, 'websocket upgrade refused');
+    refuse(400);
+  }
+}

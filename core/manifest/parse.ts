@@ -1,0 +1,190 @@
+/**
+ * Route manifests: YAML files validated against manifests/manifest.schema.json and normalised into routes.
+ * Errors name `file:line:column` and the reason, so a vendor can fix a file before it ships.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ErrorObject } from 'ajv';
+import { createAjv } from './schema.ts';
+import { YamlSource } from './yaml-source.ts';
+import { LEVELS, type Level } from '../plugin-api.ts';
+
+const SCHEMA_FILE = new URL('../../manifests/manifest.schema.json', import.meta.url);
+const validateManifest = createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
+
+export type Method = 'GET' | 'POST' | 'DELETE' | 'WS' | 'SSE';
+export type Parser = 'none' | 'raw' | 'raw-json' | 'json' | 'text' | 'multipart';
+
+export interface RouteSpec {
+  id: string;
+  plugin: string;
+  service: string;
+  method: Method;
+  /** Manifest path with the prefix, in the manifest's `/:x?` syntax. */
+  path: string;
+  /** Other full paths serving this route (aliases and alias prefixes). */
+  aliases: string[];
+  handler?: string;
+  level: Level;
+  summary?: string;
+  body: { parser: Parser; limit: number; schema?: object };
+  query: boolean | object;
+  params?: object;
+  statuses: number[];
+  removed: false | string;
+  httpsOnly: boolean;
+  gate?: string;
+  deprecated: boolean;
+  envelope: boolean;
+  operation: boolean;
+  appParam: string;
+  meta: Record<string, unknown>;
+  source: string;
+}
+
+export interface Manifest {
+  file: string;
+  /** `file:line:column` of the manifest's `plugin:` value, for errors about the whole file. */
+  source: string;
+  plugin: string;
+  version: string;
+  service: string;
+  routes: RouteSpec[];
+}
+
+export class ManifestError extends Error {}
+
+const DEFAULT_LIMIT = 1024 * 1024;
+
+export function parseSize(v: number | string | undefined, fallback = DEFAULT_LIMIT): number {
+  if (v === undefined) return fallback;
+  if (typeof v === 'number') return v;
+  const m = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)$/i.exec(v)!;
+  const mult = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[m[2].toLowerCase() as 'b'];
+  return Math.floor(Number(m[1]) * mult);
+}
+
+/** Parse and validate one manifest's text; `file` is used in error messages. */
+export function parseManifest(text: string, file: string): Manifest {
+  const src = new YamlSource(text, file);
+  const syntax = src.syntaxError();
+  if (syntax) throw new ManifestError(syntax);
+  const raw = src.doc.toJS();
+  if (!validateManifest(raw)) {
+    const err = pickError(validateManifest.errors!);
+    const oneOf = (t: string) => `${t.slice(0, t.lastIndexOf(': '))}: must be ${describeOneOf(err.schema)}`;
+    throw new ManifestError(src.locate(err, err.keyword === 'oneOf' ? oneOf : undefined));
+  }
+  return normalise(raw, file, src.of(['plugin']), (routeIndex) => src.of(['routes', routeIndex]));
+}
+
+export function loadManifestFile(file: string): Manifest {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ManifestError(`${file}: cannot be read (${(e as Error).message})`);
+  }
+  // Messages name the file as the operator typed it: relative inside the working folder, else absolute.
+  const rel = path.relative(process.cwd(), file);
+  return parseManifest(text, rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : path.resolve(file));
+}
+
+/** Every `*.yaml` manifest of a folder, in name order; the first bad file fails the whole set. */
+export function loadManifestDir(dir: string): Manifest[] {
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+    .sort();
+  return files.map((f) => loadManifestFile(path.join(dir, f)));
+}
+
+/** A `oneOf` failure says more than its first branch's complaint (`query: must be boolean`). */
+function pickError(errors: ErrorObject[]): ErrorObject {
+  const first = errors[0];
+  const oneOf = errors.find((e) => e.keyword === 'oneOf' && first.instancePath.startsWith(e.instancePath));
+  return oneOf ?? first;
+}
+
+function describeOneOf(branches: unknown): string {
+  const names = (Array.isArray(branches) ? branches : []).map((b: any) => {
+    if (b.$ref === '#/definitions/schema') return 'a JSON Schema object';
+    if (b.type === 'integer') return 'an integer';
+    if (b.type === 'boolean') return 'true or false';
+    if (b.type === 'string' && b.pattern?.includes('kb')) return "a size such as '64kb'";
+    if (b.type === 'string') return 'a string';
+    return 'valid';
+  });
+  return names.length ? names.join(' or ') : 'one of the allowed forms';
+}
+
+function normalise(raw: any, file: string, source: string, where: (i: number) => string): Manifest {
+  const defaults = raw.defaults ?? {};
+  const shared = raw.schemas ?? {};
+  const prefix: string = raw.prefix ?? '';
+  const service: string = raw.service ?? 'node';
+  const ids = new Set<string>();
+  const routes: RouteSpec[] = raw.routes.map((r: any, i: number) => {
+    const src = where(i);
+    const o = { ...defaults, ...r };
+    if (!o.level) throw new ManifestError(`${src}: route ${r.id} states no level (and defaults give none)`);
+    if (!LEVELS.includes(o.level)) throw new ManifestError(`${src}: unknown level ${o.level}`);
+    if (!r.id.startsWith(`${raw.plugin}.`)) throw new ManifestError(`${src}: route id ${r.id} must start with '${raw.plugin}.'`);
+    if (ids.has(r.id)) throw new ManifestError(`${src}: route id ${r.id} is used twice`);
+    ids.add(r.id);
+    if (!o.removed && !o.handler) throw new ManifestError(`${src}: route ${r.id} names no handler`);
+    const method: Method = o.method ?? 'GET';
+    const body = { parser: 'none', ...defaults.body, ...r.body };
+    if (method !== 'POST' && body.parser !== 'none' && r.body) throw new ManifestError(`${src}: route ${r.id}: only POST routes take a body`);
+    // Uploaded files are removed when the request ends; an operation's handler runs after that.
+    if (o.operation && body.parser === 'multipart') throw new ManifestError(`${src}: route ${r.id}: an operation cannot take a multipart body`);
+    const full = prefix + r.path;
+    const aliases = [...(r.aliases ?? []), ...(raw.aliasPrefixes ?? []).map((p: string) => p + r.path)];
+    return {
+      id: r.id,
+      plugin: raw.plugin,
+      service,
+      method,
+      path: full,
+      aliases,
+      handler: o.handler,
+      level: o.level,
+      summary: o.summary,
+      body: {
+        parser: method === 'POST' ? body.parser : 'none',
+        limit: parseSize(body.limit),
+        schema: body.schema ? inlineRefs(body.schema, shared, src) : undefined,
+      },
+      query: typeof o.query === 'object' ? inlineRefs(o.query, shared, src) : (o.query ?? true),
+      params: o.params ? inlineRefs(o.params, shared, src) : undefined,
+      statuses: o.statuses ?? [],
+      removed: o.removed ? (typeof o.removed === 'string' ? o.removed : 'a later version') : false,
+      httpsOnly: !!o.httpsOnly,
+      gate: o.gate,
+      deprecated: !!o.deprecated,
+      envelope: o.envelope ?? true,
+      operation: !!o.operation,
+      appParam: o.appParam ?? 'appname',
+      meta: r.x ?? {},
+      source: src,
+    } satisfies RouteSpec;
+  });
+  return { file, source, plugin: raw.plugin, version: raw.version, service, routes };
+}
+
+/** Replace `{$ref: '#/schemas/name'}` by the shared schema, so each route compiles on its own. */
+function inlineRefs(schema: any, shared: Record<string, object>, src: string): any {
+  if (Array.isArray(schema)) return schema.map((s) => inlineRefs(s, shared, src));
+  if (!schema || typeof schema !== 'object') return schema;
+  if (typeof schema.$ref === 'string' && schema.$ref.startsWith('#/schemas/')) {
+    const name = schema.$ref.slice('#/schemas/'.length);
+    if (!shared[name]) throw new ManifestError(`${src}: unknown shared schema ${schema.$ref}`);
+    return inlineRefs(shared[name], shared, src);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, inlineRefs(v, shared, src)]));
+}
+
+/** `/a/:x?/:y?` in the manifest becomes `/a{/:x}{/:y}` for @koa/router (path-to-regexp 8). */
+export function toRouterPath(p: string): string {
+  return p.replace(/\/:([A-Za-z][A-Za-z0-9_]*)\?/g, '{/:$1}');
+}

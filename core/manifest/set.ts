@@ -1,0 +1,69 @@
+/**
+ * A set of manifests checked as the host would load it, without running plugin code: each file against the
+ * format, then the set (one manifest per plugin, a plugin folder for each, schemas that compile, no two
+ * routes on one method and path). Used by `corectl manifests validate|diff|routes`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { bindRoute, type ChainServices } from '../http/chain.ts';
+import { loadManifestFile, type Manifest } from './parse.ts';
+import { buildTable } from '../http/table.ts';
+import { isManifestFile } from './watch.ts';
+
+/** Plugins built into the host: they have manifests but no folder under plugins/. */
+export const BUILTIN_PLUGINS = ['host'];
+
+/** The manifest files named by `paths` (files, or folders whose *.yaml files count), in name order. */
+export function manifestFiles(paths: string[]): string[] {
+  const out: string[] = [];
+  for (const p of paths) {
+    if (fs.existsSync(p) && fs.statSync(p).isDirectory())
+      out.push(...fs.readdirSync(p).filter(isManifestFile).sort().map((f) => path.join(p, f)));
+    else out.push(p);
+  }
+  return out;
+}
+
+export interface SetResult {
+  manifests: Manifest[];
+  /** One line per problem: `file:line:col: reason`. */
+  errors: string[];
+}
+
+/** Parse every file (each file's first error is reported; the others still parse), then check the set. */
+export function checkFiles(files: string[], pluginsDir: string): SetResult {
+  const manifests: Manifest[] = [];
+  const errors: string[] = [];
+  for (const f of files) {
+    try {
+      manifests.push(loadManifestFile(f));
+    } catch (e) {
+      errors.push((e as Error).message);
+    }
+  }
+  errors.push(...checkSet(manifests, pluginsDir));
+  return { manifests, errors };
+}
+
+const NO_SERVICES = {} as ChainServices; // tables built here only to find conflicts; they never serve
+
+export function checkSet(manifests: Manifest[], pluginsDir: string): string[] {
+  const errors: string[] = [];
+  const seen = new Map<string, Manifest>();
+  for (const m of manifests) {
+    const other = seen.get(`${m.service}/${m.plugin}`);
+    if (other) errors.push(`${m.source}: plugin ${m.plugin} already has a manifest (${other.file})`);
+    seen.set(`${m.service}/${m.plugin}`, m);
+    if (!BUILTIN_PLUGINS.includes(m.plugin) && !fs.existsSync(path.join(pluginsDir, m.plugin, 'index.ts')))
+      errors.push(`${m.source}: no plugin ${m.plugin} (expected ${path.join(pluginsDir, m.plugin, 'index.ts')})`);
+  }
+  for (const service of new Set(manifests.map((m) => m.service))) {
+    const mine = manifests.filter((m) => m.service === service);
+    try {
+      buildTable(mine, mine.flatMap((m) => m.routes.map((r) => bindRoute(r, undefined))), NO_SERVICES);
+    } catch (e) {
+      errors.push((e as Error).message);
+    }
+  }
+  return errors;
+}

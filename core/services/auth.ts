@@ -1,0 +1,136 @@
+/**
+ * The host's auth service: resolves the caller from the `legacyidauth` header and decides route levels.
+ * Sessions come from a resolver the identity plugin registers; until then every caller is anonymous, so
+ * only public routes pass. App ownership comes from a lookup the apps plugin registers.
+ */
+import type { Caller, Level } from '../plugin-api.ts';
+
+export interface AuthHeader {
+  legacyid: string;
+  signature: string;
+  loginPhrase: string;
+}
+
+export interface Session {
+  legacyid: string;
+  loginPhrase: string;
+}
+
+export type SessionResolver = (auth: AuthHeader) => Session | null | Promise<Session | null>;
+export type AppOwnerLookup = (appName: string) => string | null | undefined | Promise<string | null | undefined>;
+
+export const ANONYMOUS: Caller = Object.freeze({ authenticated: false, isAdmin: false, isCoreTeam: false, privilege: 'none' });
+
+export class AuthService {
+  private sessionResolver: SessionResolver | null = null;
+  private ownerLookup: AppOwnerLookup | null = null;
+  private readonly coreTeamSources: (() => Iterable<string>)[] = [];
+
+  constructor(
+    private readonly operatorId: () => string,
+    private readonly coreTeam: () => readonly string[],
+  ) {}
+
+  /** The identity plugin's session lookup; returns the function that removes it again. */
+  useSessionResolver(fn: SessionResolver): () => void {
+    this.sessionResolver = fn;
+    return () => {
+      if (this.sessionResolver === fn) this.sessionResolver = null;
+    };
+  }
+
+  useAppOwnerLookup(fn: AppOwnerLookup): () => void {
+    this.ownerLookup = fn;
+    return () => {
+      if (this.ownerLookup === fn) this.ownerLookup = null;
+    };
+  }
+
+  /** More core-team ids, such as those of the signed network policy. */
+  addCoreTeamSource(fn: () => Iterable<string>): void {
+    this.coreTeamSources.push(fn);
+  }
+
+  /**
+   * The header is a URL-encoded query string, never JSON. Decoding turns a raw `+` into a space, so a
+   * signature that was not URL-encoded no longer matches the session and the caller stays anonymous.
+   */
+  parseHeader(value: string | string[] | undefined): AuthHeader | null {
+    if (typeof value !== 'string' || value.length === 0 || value.length > 4096) return null;
+    const q = new URLSearchParams(value);
+    const legacyid = q.get('legacyid') ?? q.get('zelid');
+    const signature = q.get('signature');
+    const loginPhrase = q.get('loginPhrase');
+    if (!legacyid || !signature || !loginPhrase) return null;
+    return { legacyid, signature, loginPhrase };
+  }
+
+  isOperator(legacyid: string | undefined): boolean {
+    const op = this.operatorId();
+    return !!legacyid && !!op && legacyid === op;
+  }
+
+  isCoreTeam(legacyid: string | undefined): boolean {
+    if (!legacyid) return false;
+    if (this.coreTeam().includes(legacyid)) return true;
+    return this.coreTeamSources.some((src) => [...src()].includes(legacyid));
+  }
+
+  /** The login label: core team first, then operator, else user (reference order). */
+  privilegeOf(legacyid: string): 'admin' | 'coreteam' | 'user' {
+    if (this.isCoreTeam(legacyid)) return 'coreteam';
+    if (this.isOperator(legacyid)) return 'admin';
+    return 'user';
+  }
+
+  async resolve(headerValue: string | string[] | undefined): Promise<Caller> {
+    const header = this.parseHeader(headerValue);
+    if (!header || !this.sessionResolver) return ANONYMOUS;
+    const session = await this.sessionResolver(header);
+    if (!session || session.legacyid !== header.legacyid) return ANONYMOUS;
+    return this.callerFor(session);
+  }
+
+  callerFor(session: Session): Caller {
+    const isAdmin = this.isOperator(session.legacyid);
+    const isCoreTeam = this.isCoreTeam(session.legacyid);
+    return {
+      legacyid: session.legacyid,
+      loginPhrase: session.loginPhrase,
+      authenticated: true,
+      isAdmin,
+      isCoreTeam,
+      privilege: isCoreTeam ? 'coreteam' : isAdmin ? 'admin' : 'user',
+    };
+  }
+
+  /** Whether `caller` may call a route of `level`; `appName` names the application for the app levels. */
+  async allows(level: Level, caller: Caller, appName?: string): Promise<boolean> {
+    switch (level) {
+      case 'public':
+        return true;
+      case 'user':
+        return caller.authenticated;
+      case 'admin':
+        return caller.isAdmin;
+      case 'coreteam':
+        return caller.isCoreTeam;
+      case 'adminandcoreteam':
+        return caller.isAdmin || caller.isCoreTeam;
+      case 'appownerabove':
+        // Spec: AppOwner or CoreTeam; the operator is not a party to a customer's application.
+        if (caller.isCoreTeam) return true;
+        return this.ownsApp(caller, appName);
+      case 'appowner':
+        return this.ownsApp(caller, appName);
+    }
+  }
+
+  private async ownsApp(caller: Caller, appName: string | undefined): Promise<boolean> {
+    if (!caller.authenticated || !appName || !this.ownerLookup) return false;
+    // `component_app` names authorise against the app (the part after the first underscore).
+    const app = appName.includes('_') ? appName.slice(appName.indexOf('_') + 1) : appName;
+    const owner = await this.ownerLookup(app);
+    return !!owner && owner === caller.legacyid;
+  }
+}

@@ -1,0 +1,74 @@
+/** Shared set-up of the host tests: manifest folders built from the repo's and the fixture's files. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { REPO_ROOT } from '../../core/config.ts';
+import { startNode, tempDir, type StartOptions, type TestNode } from '../support/node.ts';
+
+export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
+export const FIXTURE_PLUGINS = path.join(FIXTURES, 'plugins');
+export const FIXTURE_MANIFESTS = path.join(FIXTURES, 'manifests');
+export const REPO_MANIFESTS = path.join(REPO_ROOT, 'manifests');
+
+export const OPERATOR = '1OperatorOfThisNodexxxxxxxxxxxxxx';
+export const CORE_TEAM = '1hjy4bCYBJr4mny4zCE85J94RXa8W6q37';
+export const USER = '1SomeUserxxxxxxxxxxxxxxxxxxxxxxxx';
+export const APP_OWNER = '1FixtureAppOwnerxxxxxxxxxxxxxxxxx';
+
+/** The fixture plugin's test-double session header for `id`. */
+export function sessionFor(id: string): Record<string, string> {
+  const q = new URLSearchParams({ legacyid: id, signature: 'test-signature', loginPhrase: `phrase-of-${id}-xxxxxxxxxxxxxxxxxxxxxxxx` });
+  return { legacyidauth: q.toString() };
+}
+
+/** A temp folder holding copies of the named manifests (repo files by plugin id, or fixture file paths). */
+export function manifestsDir(files: string[]): string {
+  const dir = tempDir('corenode-manifests-');
+  for (const f of files) {
+    const src = f.includes('/') ? f : path.join(REPO_MANIFESTS, `${f}.yaml`);
+    fs.copyFileSync(src, path.join(dir, path.basename(src)));
+  }
+  return dir;
+}
+
+/** A node serving the host routes and the fixture plugin (no repo plugins). */
+export async function startFixtureNode(opts: StartOptions & { extra?: string[] } = {}): Promise<TestNode & { manifests: string }> {
+  const manifests = opts.manifestsDir ?? manifestsDir(['host', path.join(FIXTURE_MANIFESTS, 'fixture.yaml'), ...(opts.extra ?? [])]);
+  const node = await startNode({
+    ...opts,
+    manifestsDir: manifests,
+    config: { pluginsDir: FIXTURE_PLUGINS, initial: { legacyid: OPERATOR }, ...opts.config },
+  });
+  const close = node.close;
+  return {
+    ...node,
+    manifests,
+    async close(o) {
+      await close(o);
+      if (!opts.manifestsDir) fs.rmSync(manifests, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A node serving the repo's core and host manifests only (other plugins' changes cannot break it). */
+export async function startCoreNode(opts: StartOptions = {}): Promise<TestNode> {
+  const dir = opts.manifestsDir ?? manifestsDir(['node', 'host']);
+  const node = await startNode({ ...opts, manifestsDir: dir });
+  const close = node.close;
+  return {
+    ...node,
+    async close(o) {
+      await close(o);
+      if (!opts.manifestsDir) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Poll `fn` until it returns a truthy value (no timed assertions: mocha's timeout bounds the wait). */
+export async function eventually<T>(fn: () => Promise<T> | T, everyMs = 20): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
+  for (;;) {
+    const v = await fn();
+    if (v) return v as Exclude<T, false | null | undefined | 0 | ''>;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
