@@ -4,19 +4,24 @@
  */
 import { VERSION, definePlugin, type Datastore } from '../../core/plugin-api.ts';
 import { AppOwners } from './appowners.ts';
-import { makeHandlers, type SignRecord } from './handlers.ts';
+import { canonicalId } from './ids.ts';
+import { makeHandlers, purgeSigns, type SignRecord } from './handlers.ts';
 import { Logins } from './login.ts';
 import { PhraseBook } from './phrases.ts';
+import { Compactor, removeWhere } from './purge.ts';
 import { SessionBook } from './sessions.ts';
 import { LoginSockets } from './sockets.ts';
 import { verifierBackend, verifySignature } from './verify.ts';
 
 export interface IdentityConfig {
   sessionTtlHours: number;
+  maxSessions: number;
+  maxSessionsPerId: number;
   maxActivePhrases: number;
-  maxCachedSessions: number;
+  phrasesPerAddress: number;
+  maxUsedPhrases: number;
   wsTimeoutSeconds: number;
-  maxSocketsPerPhrase: number;
+  maxSocketsPerAddress: number;
   maxSockets: number;
   purgeIntervalSeconds: number;
 }
@@ -27,6 +32,12 @@ export interface IdentityService {
   appOwners: Pick<AppOwners, 'get' | 'set' | 'remove'>;
 }
 
+/** Keys of earlier versions, still accepted so an existing config file starts; they do nothing now. */
+const RETIRED = {
+  maxCachedSessions: { type: 'integer', deprecated: true, description: 'retired: every live session is held in memory, bounded by maxSessions' },
+  maxSocketsPerPhrase: { type: 'integer', deprecated: true, description: 'retired: one socket per phrase (the first one opened)' },
+};
+
 export default definePlugin<IdentityConfig>({
   id: 'identity',
   version: VERSION,
@@ -35,53 +46,103 @@ export default definePlugin<IdentityConfig>({
     properties: {
       // The spec: a session lasts up to 14 days.
       sessionTtlHours: { type: 'integer', minimum: 1, maximum: 336, default: 336 },
+      maxSessions: { type: 'integer', minimum: 10, default: 20000 },
+      maxSessionsPerId: { type: 'integer', minimum: 1, default: 100 },
+      // Issued phrases listed by activeloginphrases (a record only: phrases prove themselves).
       maxActivePhrases: { type: 'integer', minimum: 100, default: 20000 },
-      maxCachedSessions: { type: 'integer', minimum: 100, default: 100000 },
+      phrasesPerAddress: { type: 'integer', minimum: 1, default: 60 },
+      maxUsedPhrases: { type: 'integer', minimum: 100, default: 100000 },
       // A login socket waits at most this long, and never past its phrase's 15 minutes.
       wsTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 900, default: 900 },
-      maxSocketsPerPhrase: { type: 'integer', minimum: 1, default: 8 },
-      maxSockets: { type: 'integer', minimum: 1, default: 2000 },
+      maxSocketsPerAddress: { type: 'integer', minimum: 1, default: 16 },
+      maxSockets: { type: 'integer', minimum: 1, default: 4000 },
       purgeIntervalSeconds: { type: 'integer', minimum: 1, default: 60 },
+      ...RETIRED,
     },
     additionalProperties: false,
   },
   async setup(ctx) {
     const cfg = ctx.config;
-    const phrases = new PhraseBook(ctx.store('phrases'), ctx.clock, cfg.maxActivePhrases);
-    const sessions = new SessionBook(ctx.store('sessions'), ctx.clock, cfg.maxCachedSessions);
+    const phrases = new PhraseBook(ctx.store('phrases'), ctx.store('state'), ctx.clock, {
+      listed: cfg.maxActivePhrases,
+      perAddress: cfg.phrasesPerAddress,
+      maxUsed: cfg.maxUsedPhrases,
+    });
+    const sessions = new SessionBook(ctx.store('sessions'), ctx.clock, {
+      max: cfg.maxSessions,
+      perId: cfg.maxSessionsPerId,
+      privileged: (id) => ctx.auth.isOperator(id) || ctx.auth.isCoreTeam(id),
+    });
     const owners = new AppOwners(ctx.store('appowners'));
     const signs = ctx.store('signatures') as Datastore<SignRecord>;
-    await Promise.all([phrases.init(), sessions.init(), owners.init(), signs.ensureIndex({ fieldName: 'expiredAt' })]);
+    const signsCompactor = new Compactor(signs, () => 0);
+    await Promise.all([
+      phrases.init(),
+      sessions.init(),
+      owners.init(),
+      signs.ensureIndex({ fieldName: 'expiredAt' }),
+      prepareSigns(signs, ctx.clock.now()),
+    ]);
 
-    const sockets = new LoginSockets({ perPhrase: cfg.maxSocketsPerPhrase, total: cfg.maxSockets });
+    const sockets = new LoginSockets({ perAddress: cfg.maxSocketsPerAddress, total: cfg.maxSockets }, () => ctx.clock.now());
     const logins = new Logins({ phrases, sessions, sockets, auth: ctx.auth, clock: ctx.clock, sessionTtlMs: cfg.sessionTtlHours * 3600_000 });
 
-    const dropResolver = ctx.auth.useSessionResolver((h) => sessions.resolve(h));
+    // The header's id in its one spelling: an ethereum wallet is one identity in any letter case.
+    const dropResolver = ctx.auth.useSessionResolver((h) => sessions.resolve({ ...h, legacyid: canonicalId(h.legacyid) }));
     // An apps plugin that keeps its own registry replaces this lookup (it runs after us: requires ['identity']).
     const dropOwners = ctx.auth.useAppOwnerLookup((app) => owners.get(app));
     ctx.services.provide<IdentityService>('identity', { verifySignature, appOwners: owners });
 
-    const purge = async () => {
-      try {
-        const now = ctx.clock.now();
-        await Promise.all([phrases.purge(), sessions.purge(), signs.remove({ expiredAt: { $lte: now } }, { multi: true })]);
-      } catch (err) {
-        ctx.log.warn({ err }, 'purging expired phrases and sessions failed; retrying at the next interval');
-      }
-    };
+    // One purge at a time; each removes in small batches, so requests are served while it runs.
+    let purging: Promise<void> | null = null;
+    const purge = () =>
+      (purging ??= (async () => {
+        try {
+          const now = ctx.clock.now();
+          sockets.sweep();
+          await phrases.purge();
+          await sessions.purge();
+          await purgeSigns({ signs, signsCompactor }, now);
+        } catch (err) {
+          ctx.log.warn({ err }, 'purging expired phrases and sessions failed; retrying at the next interval');
+        } finally {
+          purging = null;
+        }
+      })());
     const timer = setInterval(() => void purge(), cfg.purgeIntervalSeconds * 1000);
     timer.unref();
     if (verifierBackend !== 'native')
       ctx.log.warn('secp256k1 native binding not built: login signatures are checked in pure JS (about 20x slower); run `npm rebuild secp256k1`');
 
+    const handlers = makeHandlers({
+      ctx,
+      phrases,
+      sessions,
+      sockets,
+      logins,
+      signs,
+      signsCompactor,
+      wsTimeoutMs: cfg.wsTimeoutSeconds * 1000,
+      phrasesPerAddress: cfg.phrasesPerAddress,
+    });
     return {
-      handlers: makeHandlers({ ctx, phrases, sessions, sockets, logins, signs, wsTimeoutMs: cfg.wsTimeoutSeconds * 1000 }),
-      dispose: () => {
+      handlers,
+      dispose: async () => {
         clearInterval(timer);
         dropResolver();
         dropOwners();
         sockets.closeAll();
+        await purging;
       },
     };
   },
 });
+
+/**
+ * Provided signatures: one per login phrase (unique index), so replays add nothing. Rows of earlier
+ * versions (one per request, the signature in clear) are dropped at start: they were only kept 15 minutes.
+ */
+async function prepareSigns(signs: Datastore<SignRecord>, now: number): Promise<void> {
+  await removeWhere(signs, { $or: [{ expiredAt: { $lte: now } }, { sigDigest: { $exists: false } }] });
+  await signs.ensureIndex({ fieldName: 'loginPhrase', unique: true });
+}
