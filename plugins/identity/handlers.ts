@@ -1,25 +1,11 @@
 /** The route handlers of manifests/identity.yaml; their input is checked by the manifest's schemas. */
-import { ApiError, websocket, type Datastore, type HandlerInput, type PluginContext } from '../../core/plugin-api.ts';
+import { ApiError, websocket, type HandlerInput, type PluginContext } from '../../core/plugin-api.ts';
 import { canonicalId } from './ids.ts';
 import { EXPIRED, Logins, USED, readLoginInput } from './login.ts';
 import type { PhraseBook, PhraseKind, PhraseRecord } from './phrases.ts';
-import { Compactor, removeWhere } from './purge.ts';
-import { digestOf, type SessionBook, type SessionRecord } from './sessions.ts';
+import type { SessionBook, SessionRecord } from './sessions.ts';
+import type { SignBook } from './signs.ts';
 import { LoginSockets, errorEnvelope } from './sockets.ts';
-
-/**
- * A signature handed over by POST /id/providesign: one per login phrase (a phrase logs in once, so a
- * replayed body finds the record and adds nothing), kept 15 minutes. The store holds the signature's
- * SHA-256, as sessions do; the answer carries the signature the caller sent (equal to it, by the digest).
- */
-export interface SignRecord {
-  _id?: string;
-  sigDigest: string;
-  identifier: string;
-  loginPhrase: string;
-  createdAt: number;
-  expiredAt: number;
-}
 
 export interface HandlerDeps {
   ctx: PluginContext;
@@ -27,18 +13,9 @@ export interface HandlerDeps {
   sessions: SessionBook;
   sockets: LoginSockets;
   logins: Logins;
-  signs: Datastore<SignRecord>;
-  signsCompactor: Compactor;
+  signs: SignBook;
   wsTimeoutMs: number;
   phrasesPerAddress: number;
-}
-
-/** Remove expired provided signatures in small batches; the file is rewritten once it is mostly dead lines. */
-export async function purgeSigns(d: Pick<HandlerDeps, 'signs' | 'signsCompactor'>, now: number): Promise<number> {
-  const n = await removeWhere(d.signs, { expiredAt: { $lte: now } });
-  d.signsCompactor.wrote(n);
-  await d.signsCompactor.maybeCompact();
-  return n;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -87,20 +64,7 @@ export function makeHandlers(d: HandlerDeps) {
     providesign: async ({ body }: HandlerInput) => {
       const input = readLoginInput(body);
       await logins.login(input);
-      const view = (r: SignRecord) => ({ signature: input.signature, identifier: r.identifier, createdAt: iso(r.createdAt), expiredAt: iso(r.expiredAt), _id: r._id });
-      const known = await d.signs.findOne({ loginPhrase: input.loginPhrase });
-      if (known) return view(known);
-      const now = ctx.clock.now();
-      try {
-        const rec = await d.signs.insert({ sigDigest: digestOf(input.signature), identifier: input.legacyid, loginPhrase: input.loginPhrase, createdAt: now, expiredAt: now + 15 * 60_000 });
-        d.signsCompactor.wrote(1);
-        return view(rec);
-      } catch (e) {
-        // The same body sent twice at once: the unique index let one insert through.
-        const other = await d.signs.findOne({ loginPhrase: input.loginPhrase });
-        if (other) return view(other);
-        throw e;
-      }
+      return d.signs.provide(input.legacyid, input.loginPhrase, input.signature);
     },
 
     loggedsessions: ({ caller }: HandlerInput) => sessions.list(caller.legacyid!).map(sessionView),

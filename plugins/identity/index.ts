@@ -2,14 +2,14 @@
  * Identity: wallet login (a server-issued phrase signed by a bitcoin-style or ethereum key), sessions the
  * host resolves per request from a memory cache, and the app-owner lookup of the appowner levels.
  */
-import { VERSION, definePlugin, type Datastore } from '../../core/plugin-api.ts';
+import { VERSION, definePlugin } from '../../core/plugin-api.ts';
 import { AppOwners } from './appowners.ts';
 import { canonicalId } from './ids.ts';
-import { makeHandlers, purgeSigns, type SignRecord } from './handlers.ts';
+import { makeHandlers } from './handlers.ts';
 import { Logins } from './login.ts';
 import { PhraseBook } from './phrases.ts';
-import { Compactor, removeWhere } from './purge.ts';
 import { SessionBook } from './sessions.ts';
+import { SignBook } from './signs.ts';
 import { LoginSockets } from './sockets.ts';
 import { verifierBackend, verifySignature } from './verify.ts';
 
@@ -74,15 +74,8 @@ export default definePlugin<IdentityConfig>({
       privileged: (id) => ctx.auth.isOperator(id) || ctx.auth.isCoreTeam(id),
     });
     const owners = new AppOwners(ctx.store('appowners'));
-    const signs = ctx.store('signatures') as Datastore<SignRecord>;
-    const signsCompactor = new Compactor(signs, () => 0);
-    await Promise.all([
-      phrases.init(),
-      sessions.init(),
-      owners.init(),
-      signs.ensureIndex({ fieldName: 'expiredAt' }),
-      prepareSigns(signs, ctx.clock.now()),
-    ]);
+    const signs = new SignBook(ctx.store('signatures'), ctx.clock);
+    await Promise.all([phrases.init(), sessions.init(), owners.init(), signs.init()]);
 
     const sockets = new LoginSockets({ perAddress: cfg.maxSocketsPerAddress, total: cfg.maxSockets }, () => ctx.clock.now());
     const logins = new Logins({ phrases, sessions, sockets, auth: ctx.auth, clock: ctx.clock, sessionTtlMs: cfg.sessionTtlHours * 3600_000 });
@@ -98,11 +91,10 @@ export default definePlugin<IdentityConfig>({
     const purge = () =>
       (purging ??= (async () => {
         try {
-          const now = ctx.clock.now();
           sockets.sweep();
           await phrases.purge();
           await sessions.purge();
-          await purgeSigns({ signs, signsCompactor }, now);
+          await signs.purge();
         } catch (err) {
           ctx.log.warn({ err }, 'purging expired phrases and sessions failed; retrying at the next interval');
         } finally {
@@ -121,7 +113,6 @@ export default definePlugin<IdentityConfig>({
       sockets,
       logins,
       signs,
-      signsCompactor,
       wsTimeoutMs: cfg.wsTimeoutSeconds * 1000,
       phrasesPerAddress: cfg.phrasesPerAddress,
     });
@@ -137,12 +128,3 @@ export default definePlugin<IdentityConfig>({
     };
   },
 });
-
-/**
- * Provided signatures: one per login phrase (unique index), so replays add nothing. Rows of earlier
- * versions (one per request, the signature in clear) are dropped at start: they were only kept 15 minutes.
- */
-async function prepareSigns(signs: Datastore<SignRecord>, now: number): Promise<void> {
-  await removeWhere(signs, { $or: [{ expiredAt: { $lte: now } }, { sigDigest: { $exists: false } }] });
-  await signs.ensureIndex({ fieldName: 'loginPhrase', unique: true });
-}

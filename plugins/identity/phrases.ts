@@ -13,7 +13,7 @@ import crypto from 'node:crypto';
 import type { Clock, Datastore } from '../../core/plugin-api.ts';
 import { GroupCommit } from './batch.ts';
 import { WindowLimiter, addressKey } from './limits.ts';
-import { Compactor, removeWhere } from './purge.ts';
+import { Compactor, removeIn } from './purge.ts';
 
 export const PHRASE_TTL_MS = 15 * 60_000;
 const RANDOM_CHARS = 21;
@@ -137,7 +137,8 @@ export class PhraseBook {
 
   async init(): Promise<void> {
     await this.store.ensureIndex({ fieldName: 'loginPhrase', unique: true });
-    await this.store.ensureIndex({ fieldName: 'expireAt' });
+    // Expired rows are found in memory; an index on expireAt only cost time at every start.
+    await this.store.removeIndex('expireAt').catch(() => undefined);
     const key = await this.state.findOne({ _id: 'phraseKey' });
     if (key) this.key = Buffer.from(key.value, 'hex');
     else {
@@ -145,9 +146,14 @@ export class PhraseBook {
       await this.state.insert({ _id: 'phraseKey', value: this.key.toString('hex') });
     }
     this.floor = this.floorSaved = (await this.state.findOne({ _id: 'phraseFloor' }))?.value ?? 0;
-    await removeWhere(this.store, { expireAt: { $lte: this.clock.now() } });
-    const rows = await this.store.find({}).sort({ usedAt: 1 });
-    for (const r of rows) (r.usedAt !== undefined ? this.used : this.stored).set(r.loginPhrase, r);
+    const now = this.clock.now();
+    const rows = (await this.store.find({})).sort((a, b) => (a.usedAt ?? 0) - (b.usedAt ?? 0));
+    const expired: string[] = [];
+    for (const r of rows) {
+      if (r.expireAt <= now) expired.push(r.loginPhrase);
+      else (r.usedAt !== undefined ? this.used : this.stored).set(r.loginPhrase, r);
+    }
+    await removeIn(this.store, 'loginPhrase', expired);
     while (this.used.size > this.limits.maxUsed) this.forgetOldestUsed();
   }
 
@@ -242,9 +248,15 @@ export class PhraseBook {
         if (l.createdAt + PHRASE_TTL_MS > now) break; // in issue order: the rest are newer
         list.delete(k);
       }
-    for (const map of [this.used, this.stored]) for (const [k, r] of map) if (r.expireAt <= now) map.delete(k);
+    const expired: string[] = [];
+    for (const map of [this.used, this.stored])
+      for (const [k, r] of map)
+        if (r.expireAt <= now) {
+          map.delete(k);
+          expired.push(k);
+        }
     this.issueLimit.sweep();
-    const n = await removeWhere(this.store, { expireAt: { $lte: now } });
+    const n = await removeIn(this.store, 'loginPhrase', expired);
     this.compactor.wrote(n);
     await this.compactor.maybeCompact();
     return n;
