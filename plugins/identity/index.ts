@@ -46,7 +46,7 @@ export default definePlugin<IdentityConfig>({
     properties: {
       // The spec: a session lasts up to 14 days.
       sessionTtlHours: { type: 'integer', minimum: 1, maximum: 336, default: 336 },
-      maxSessions: { type: 'integer', minimum: 10, default: 20000 },
+      maxSessions: { type: 'integer', minimum: 10, default: 10000 },
       maxSessionsPerId: { type: 'integer', minimum: 1, default: 100 },
       // Issued phrases listed by activeloginphrases (a record only: phrases prove themselves).
       maxActivePhrases: { type: 'integer', minimum: 100, default: 20000 },

@@ -22,8 +22,6 @@ const PHRASE_LENGTH = 13 + RANDOM_CHARS + MAC_CHARS;
 const CHARS = '0123456789abcdefghijklmnopqrstuvwxyz';
 /** The form of every phrase (the 40-70 bound verifiers of other nodes apply); the manifest checks it too. */
 export const PHRASE_FORM = /^\d{13}[0-9a-z]{27,57}$/;
-/** Emergency phrases are listed in a record of their own, so a flood of login phrases cannot push them out. */
-const LISTED_EMERGENCY = 1000;
 
 export type PhraseKind = 'login' | 'emergency';
 
@@ -75,7 +73,7 @@ export function phraseKind(phrase: string, key: Buffer): PhraseKind | null {
 export const phraseTime = (phrase: string) => Number(phrase.slice(0, 13));
 
 export interface PhraseLimits {
-  /** Issued phrases listed by activeloginphrases (the newest this many of the last 15 minutes). */
+  /** Issued phrases of each kind listed by activeloginphrases (the newest this many of the last 15 minutes). */
   listed: number;
   /** Phrases of each kind one address may be issued in 15 minutes. */
   perAddress: number;
@@ -166,8 +164,7 @@ export class PhraseBook {
     const now = this.clock.now();
     const phrase = newPhrase(now, this.key, kind);
     const list = kind === 'emergency' ? this.listedEmergency : this.listed;
-    const max = kind === 'emergency' ? LISTED_EMERGENCY : this.limits.listed;
-    while (list.size >= max) list.delete(list.keys().next().value as string);
+    while (list.size >= this.limits.listed) list.delete(list.keys().next().value as string);
     list.set(phrase, { createdAt: now, emergency: kind === 'emergency' });
     return phrase;
   }
@@ -222,8 +219,9 @@ export class PhraseBook {
 
   /**
    * Phrases issued less than 15 minutes ago, used or not (oldest first): every phrase of that time as long
-   * as fewer than `listed` login phrases (and 1,000 emergency phrases) were issued in it, else the newest
-   * that many of each kind, plus every used one. Issued phrases are listed from memory: after a restart the
+   * as fewer than `listed` phrases of each kind were issued in it, else the newest that many of each kind
+   * (each kind has its own record, so a flood of login phrases cannot push out the emergency ones), plus
+   * every used one. Issued phrases are listed from memory: after a restart the
    * list starts again (phrases issued before it still log in; used ones are listed from the store).
    */
   active(): PhraseRecord[] {

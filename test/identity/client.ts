@@ -84,8 +84,15 @@ export async function pool<T, R>(items: readonly T[], width: number, fn: (item: 
   return out;
 }
 
-/** `count` attacker addresses 127.0.1.1, 127.0.1.2, ... (distinct from the real user's 127.0.0.1). */
-export const attackerAddresses = (count: number) => Array.from({ length: count }, (_, i) => `127.${1 + Math.floor(i / 250)}.${(i % 250) + 1}.1`);
+/**
+ * `count` attacker addresses 127.1.1.1, 127.1.2.1, ... (never 127.0.x.x, where tests put their real users);
+ * `from` skips that many, so tests sharing a node use addresses of their own.
+ */
+export const attackerAddresses = (count: number, from = 0) =>
+  Array.from({ length: count }, (_, k) => {
+    const i = k + from;
+    return `127.${1 + Math.floor(i / 250)}.${(i % 250) + 1}.1`;
+  });
 
 /** Poll `check` until it returns a truthy value or `ms` pass (then throw with `what`). */
 export async function eventually<T>(check: () => T | Promise<T>, what: string, ms = 20_000): Promise<T> {
