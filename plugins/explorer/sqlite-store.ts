@@ -55,6 +55,12 @@ const toUtxo = (r: Row): Utxo => ({
   coinbase: r.coinbase === 1,
 });
 const hex = (s: string) => Buffer.from(s, 'hex');
+/**
+ * Outputs and spends written per transaction at most: at the ~20,000 outputs/s measured on this machine
+ * (engine comparison, busy 2 cores) that holds the event loop for about 0.2 s. Commits under WAL with
+ * synchronous=NORMAL do not fsync, so smaller transactions cost little.
+ */
+const ROWS_PER_TRANSACTION = 4_000;
 
 export class SqliteExplorerStore implements ExplorerStore {
   private db: Database.Database | null = null;
@@ -144,6 +150,26 @@ export class SqliteExplorerStore implements ExplorerStore {
   async applyBlocks(blocks: ParsedBlock[]): Promise<void> {
     if (!blocks.length) return;
     assertExtends(this.current, blocks);
+    // A transaction blocks the event loop while it is written (better-sqlite3 is synchronous): a long run of
+    // full blocks goes in as several transactions of whole blocks, with the event loop free in between so
+    // the routes answer while catching up. A kill leaves a prefix of whole blocks, the tip at the last one.
+    let chunk: ParsedBlock[] = [];
+    let rows = 0;
+    for (const b of blocks) {
+      const n = b.outputs.length + b.spends.length;
+      if (chunk.length && rows + n > ROWS_PER_TRANSACTION) {
+        await this.applyRun(chunk);
+        await new Promise((r) => setImmediate(r));
+        chunk = [];
+        rows = 0;
+      }
+      chunk.push(b);
+      rows += n;
+    }
+    await this.applyRun(chunk);
+  }
+
+  private async applyRun(blocks: ParsedBlock[]): Promise<void> {
     const db = this.conn;
     const st = this.st;
     const fault = this.opts.faultAt ?? (() => {});

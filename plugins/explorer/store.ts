@@ -70,8 +70,9 @@ export interface ExplorerStore {
   /** The lowest height the index can be rolled back to exactly (undo records are kept for a bounded depth). */
   lowestUndoTarget(): number | null;
   /**
-   * Apply consecutive blocks on top of the tip, atomically with the tip: after a crash the index holds
-   * either none of them or all of them (a batch saves per-write overhead while catching up).
+   * Apply consecutive blocks on top of the tip, atomically with the tip: after a crash the index holds the
+   * blocks up to its tip and none above, never part of a block (a batch saves per-write overhead while
+   * catching up; a store may commit a long batch as several runs of whole blocks).
    */
   applyBlocks(blocks: ParsedBlock[]): Promise<void>;
   /** Undo the tip block exactly: its outputs removed, the outputs it spent restored. */
