@@ -32,6 +32,16 @@ export const DEPLOYER_ENV: ReadonlyArray<{ env: string; key: string; kind: Kind 
   { env: 'WEBHOOK_RATE_LIMIT', key: 'rateLimitPerMinute', kind: 'int' },
   { env: 'API_KEY', key: 'apiKey', kind: 'string' },
   { env: 'KEEP_RELEASES', key: 'keepReleases', kind: 'int' },
+  { env: 'PROJECT_PATH', key: 'projectPath', kind: 'string' },
+  { env: 'POLLING_INTERVAL', key: 'pollingIntervalSeconds', kind: 'int' },
+  { env: 'SKIP_HOOKS', key: 'skipHooks', kind: 'bool' },
+  { env: 'HOOK_TIMEOUT', key: 'hookTimeoutSeconds', kind: 'int' },
+  { env: 'SKIP_HEALTH_CHECK', key: 'skipHealthCheck', kind: 'bool' },
+  { env: 'GIT_TOKEN', key: 'gitToken', kind: 'string' },
+  { env: 'GIT_USERNAME', key: 'gitUsername', kind: 'string' },
+  { env: 'APP_USER', key: 'appUser', kind: 'string' },
+  { env: 'WEBHOOK_MAX_CONNECTIONS', key: 'maxConnections', kind: 'int' },
+  { env: 'WEBHOOK_MAX_UPLOADS', key: 'maxUploads', kind: 'int' },
 ];
 
 const SOURCE = 'environment';
@@ -104,10 +114,33 @@ function writeManifest(config: NodeConfig, sourceDir: string): string {
   return dir;
 }
 
+/**
+ * Server limits of a service on a public address: a request must arrive whole within WEBHOOK_TIMEOUT (node
+ * checks its request and header timeouts only every `connectionsCheckingInterval`, 30 s by default, which cut
+ * slow senders at about twice the setting: checked 10 times per timeout here), idle keep-alive
+ * connections go after 5 s, and at most WEBHOOK_MAX_CONNECTIONS are open at once.
+ */
+function tuneServer(section: Record<string, unknown>) {
+  const timeout = (section.webhookTimeoutMs as number | undefined) ?? 30_000;
+  const maxConnections = (section.maxConnections as number | undefined) ?? 256;
+  return (server: import('node:http').Server) => {
+    server.requestTimeout = timeout;
+    server.headersTimeout = Math.min(timeout, 60_000);
+    // A constructor option, read when the server starts listening (node 20's setupConnectionsTracking).
+    (server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(timeout / 10)));
+    server.keepAliveTimeout = Math.min(5000, timeout);
+    server.maxConnections = maxConnections;
+    server.maxHeadersCount = 200;
+  };
+}
+
 export function createDeployerHost(opts: Omit<HostOptions, 'service' | 'builtins'>): Host {
   const sourceDir = opts.config.manifestsDir ?? path.join(REPO_ROOT, 'manifests');
   const config = { ...opts.config, manifestsDir: writeManifest(opts.config, sourceDir) };
-  return new Host({ ...opts, config, service: 'deployer' });
+  const section = ((config as { deployer?: unknown }).deployer ?? {}) as Record<string, unknown>;
+  // No CORS: the trigger is called by git hosts and scripts, never by a browser page (a cross-site page must
+  // not post webhooks or read /status and /logs with a visitor's network position).
+  return new Host({ ...opts, config, service: 'deployer', cors: false, onServer: tuneServer(section) as HostOptions['onServer'] });
 }
 
 /** Start errors (a bad config section, a refused setup) under the env variable's name. */

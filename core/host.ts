@@ -41,6 +41,10 @@ export interface HostOptions {
   inMemory?: boolean;
   /** Called just before any handler runs (tests). */
   onHandler?: (routeId: string, caller: Caller) => void;
+  /** Answer cross-origin calls (default true). The deployment trigger turns it off: no browser page may call it. */
+  cors?: boolean;
+  /** Tune the HTTP server before it listens (timeouts, connection caps). */
+  onServer?: (server: http.Server | https.Server) => void;
   /** How long a reload waits for requests on the replaced routes before disposing retired plugins. */
   drainMs?: number;
 }
@@ -107,7 +111,7 @@ export class Host {
     // started with, even if a reload swaps it meanwhile; the table counts its requests, so plugins a swap
     // retires are disposed only after they are answered), else 404.
     this.app.use((ctx) => {
-      if (ctx.req.headers.origin && cors(ctx)) return;
+      if (ctx.req.headers.origin && opts.cors !== false && cors(ctx)) return;
       if (!this.ready) {
         ctx.status = 503;
         ctx.set('Retry-After', '1');
@@ -166,6 +170,7 @@ export class Host {
     // it is about to read the body, so a body over the limit is refused (413) before it is sent at all.
     this.server.on('checkContinue', (req, res) => handler(req, res));
     this.server.keepAliveTimeout = 65_000;
+    this.opts.onServer?.(this.server);
     this.server.on('upgrade', (req, socket, head) =>
       void handleUpgrade(
         { table: () => this.table, ready: () => this.ready, svc: this.chainServices, auth: this.auth, wss: this.wss, log: this.log },

@@ -59,6 +59,12 @@ export interface HandlerInput<B = any> {
   body: B;
   /** The exact bytes received, for routes whose parser is raw-json or raw (signatures are over these). */
   rawBody?: Buffer;
+  /**
+   * Routes whose parser is `deferred`: reads the raw body under the route's limit (413 above it). The body
+   * is not read before the handler runs, so a handler can refuse a caller from its headers without
+   * taking its bytes (rate limits, missing signatures, upload caps).
+   */
+  readBody?: () => Promise<Buffer>;
   /** Uploaded files of a multipart body. */
   files?: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;

@@ -5,15 +5,9 @@ import { fatal, run } from './run.ts';
 try {
   const config = deployerConfigFromEnv();
   const host = createDeployerHost({ config });
+  // Request timeouts and connection caps are set by createDeployerHost before the server listens (with
+  // WEBHOOK_TIMEOUT unset they default to 30000 ms: an undefined requestTimeout aborted node 30 s after start).
   await run(host, config.api.port, config.api.host, 'Webhook listener (deployment trigger)').catch((e) => fatal(describeStartError(e)));
-  // WEBHOOK_TIMEOUT bounds how long one request may take to arrive (headers and body).
-  // The env section holds only the variables that are set: with WEBHOOK_TIMEOUT unset this was undefined,
-  // and an undefined requestTimeout aborts node's HTTP server (ConnectionsList::Expired) 30 s after start.
-  const timeout = (config.deployer as { webhookTimeoutMs?: number }).webhookTimeoutMs ?? 30_000;
-  if (host.server) {
-    host.server.requestTimeout = timeout;
-    host.server.headersTimeout = Math.min(timeout, 60_000);
-  }
 } catch (e) {
   fatal(describeStartError(e));
 }

@@ -8,7 +8,7 @@ export interface DeployerConfig {
   repoUrl: string;
   branch: string;
   appPort: number;
-  projectType: 'auto' | 'node' | 'python' | 'static';
+  projectType: 'auto' | (typeof PROJECT_TYPES)[number];
   /** Operator shell commands; '' = the project type's default. */
   installCommand: string;
   buildCommand: string;
@@ -26,7 +26,24 @@ export interface DeployerConfig {
   rateLimitPerMinute: number;
   apiKey: string;
   keepReleases: number;
+  /** PROJECT_PATH: the app's folder inside the repository (monorepos); '' = the root. */
+  projectPath: string;
+  /** POLLING_INTERVAL: seconds between fetches of the branch head (0 = webhooks only). */
+  pollingIntervalSeconds: number;
+  skipHooks: boolean;
+  hookTimeoutSeconds: number;
+  skipHealthCheck: boolean;
+  /** GIT_TOKEN / GIT_USERNAME: HTTP credentials for a private repository (never in argv, logs or children). */
+  gitToken: string;
+  gitUsername: string;
+  /** APP_USER: the unprivileged user builds and the app run as when the service runs as root. */
+  appUser: string;
+  maxConnections: number;
+  /** Webhook bodies read at once; the others wait (bounded) or get 503. */
+  maxUploads: number;
 }
+
+export const PROJECT_TYPES = ['node', 'python', 'static', 'go', 'rust', 'ruby', 'bun', 'java', 'php', 'dotnet'] as const;
 
 export const configSchema = {
   type: 'object',
@@ -36,7 +53,7 @@ export const configSchema = {
     // A ref name git accepts as a branch: no leading dash, no '..', no spaces or control characters.
     branch: { type: 'string', default: 'main', pattern: '^(?!-)(?!.*\\.\\.)(?!.*//)[A-Za-z0-9._/-]+(?<!\\.lock)(?<![/.])$' },
     appPort: { type: 'integer', minimum: 1, maximum: 65535 },
-    projectType: { enum: ['auto', 'node', 'python', 'static'], default: 'auto' },
+    projectType: { enum: ['auto', ...PROJECT_TYPES], default: 'auto' },
     installCommand: { type: 'string', default: '' },
     buildCommand: { type: 'string', default: '' },
     runCommand: { type: 'string', default: '' },
@@ -52,6 +69,17 @@ export const configSchema = {
     rateLimitPerMinute: { type: 'integer', minimum: 0, default: 10 },
     apiKey: { type: 'string', default: '' },
     keepReleases: { type: 'integer', minimum: 1, maximum: 50, default: 3 },
+    // A relative folder without '..' parts: the checkout is the boundary.
+    projectPath: { type: 'string', default: '', pattern: '^(?!/)(?!.*(^|/)\\.\\.(/|$))[A-Za-z0-9._/@+-]*$' },
+    pollingIntervalSeconds: { type: 'integer', minimum: 0, maximum: 86400, default: 0 },
+    skipHooks: { type: 'boolean', default: false },
+    hookTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 300 },
+    skipHealthCheck: { type: 'boolean', default: false },
+    gitToken: { type: 'string', default: '' },
+    gitUsername: { type: 'string', default: '' },
+    appUser: { type: 'string', default: 'corenode-app', pattern: '^[a-z_][a-z0-9_-]{0,31}$' },
+    maxConnections: { type: 'integer', minimum: 8, maximum: 100000, default: 256 },
+    maxUploads: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
   },
   required: ['root', 'repoUrl', 'appPort'],
   additionalProperties: false,
@@ -64,4 +92,16 @@ export function configProblem(c: DeployerConfig): string | null {
   if (['/status', '/health'].includes(c.webhookPath) || c.webhookPath.startsWith('/logs/'))
     return `WEBHOOK_PATH ${c.webhookPath} is also the path of a status, health or logs route; choose another`;
   return null;
+}
+
+/** Warnings at start for settings that work but are probably not meant. */
+export function configWarnings(c: DeployerConfig): string[] {
+  const w: string[] = [];
+  if (c.webhookSecret && !c.signatureVerify)
+    w.push('WEBHOOK_SECRET is set but WEBHOOK_SIGNATURE_VERIFY is false: webhooks are NOT verified; set WEBHOOK_SIGNATURE_VERIFY=true');
+  if (c.pollingIntervalSeconds > 0 && c.pollingIntervalSeconds < 60)
+    w.push(`POLLING_INTERVAL ${c.pollingIntervalSeconds} s is below the documented 60 s: every poll is a git fetch`);
+  if (c.skipHealthCheck) w.push('SKIP_HEALTH_CHECK is true: a release that does not answer still goes live (testing only)');
+  if (c.gitToken && !/^https?:\/\//.test(c.repoUrl)) w.push('GIT_TOKEN is set but GIT_REPO_URL is not an http(s) URL: the token is not used');
+  return w;
 }

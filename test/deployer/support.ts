@@ -224,17 +224,35 @@ export function runCli(env: Record<string, string>) {
   return { child, exited, output: () => out };
 }
 
-/** The pid of the node process serving the test app on `port` (found by the PORT in its environment). */
-export function findAppPid(port: number): number | null {
+/** Live (not zombie) processes whose env and command line match. */
+function processes(match: (env: string[], cmd: string) => boolean): number[] {
+  const out: number[] = [];
   for (const e of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
       const env = fs.readFileSync(`/proc/${e}/environ`, 'utf8').split('\0');
       const cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8');
-      if (env.includes(`PORT=${port}`) && cmd.includes('server.js') && cmd.startsWith('node')) return Number(e);
+      if (match(env, cmd)) out.push(Number(e));
     } catch {
       /* gone */
     }
   }
-  return null;
+  return out;
+}
+
+/** The node processes serving the test app on `port` (found by the PORT in their environment). */
+export function appPids(port: number): number[] {
+  return processes((env, cmd) => env.includes(`PORT=${port}`) && cmd.includes('server.js') && cmd.startsWith('node'));
+}
+
+/** The pid of the node process serving the test app on `port`. */
+export function findAppPid(port: number): number | null {
+  return appPids(port)[0] ?? null;
+}
+
+/** Install / build / hook processes of the deployer whose DEPLOY_ROOT is `root`. */
+export function buildPids(root: string): number[] {
+  return processes((env) => env.includes(`DEPLOYER_BUILD=${root}`));
 }
