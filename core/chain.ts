@@ -188,7 +188,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       if (r.validateBody && !r.validateBody(body)) throw invalid('body', r.validateBody);
 
       const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller);
-      if (parser === 'deferred') input.readBody = () => readDeferred(ctx, limit);
+      if (parser === 'deferred') input.readBody = (into?: Buffer) => readDeferred(ctx, limit, into);
 
       svc.onHandler?.(spec.id, caller);
       if (spec.operation) {
@@ -230,10 +230,10 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
 }
 
 /** The body of a `deferred` route, read when its handler asks (413 over the limit, as for the other parsers). */
-async function readDeferred(ctx: Context, limit: number): Promise<Buffer> {
+async function readDeferred(ctx: Context, limit: number, into?: Buffer): Promise<Buffer> {
   if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
   if (ctx.req.headers.expect === '100-continue' && !ctx.res.headersSent) ctx.res.writeContinue();
-  return readRaw(ctx.req, limit);
+  return readRaw(ctx.req, limit, into);
 }
 
 /** One string per key (the first when repeated); keys like `a[$ne]` stay plain strings, never objects. */

@@ -36,6 +36,8 @@ const short = (c: string | null | undefined) => (c ? c.slice(0, 7) : '');
 const full = (c: string | null | undefined) => c ?? '';
 const digest = (s: string) => crypto.createHash('sha256').update(s).digest();
 
+/** Refused before the body was read: close the connection rather than let node drain the unread body. */
+const UNREAD = { Connection: 'close' };
 const error = (status: number, message: string, headers?: Record<string, string>) => reply(status, { status: 'error', message }, headers);
 const ack = (message: string, delivery_id: string) => reply(200, { status: 'success', message, delivery_id });
 
@@ -74,7 +76,7 @@ export function handlers(p: Parts) {
       const signed = ['x-hub-signature-256', 'x-hub-signature', 'x-gitlab-token', 'x-lab-token'].some((h) => headers[h] !== undefined);
       if (cfg.signatureVerify && !signed) {
         log.warn({ ip, reason: 'no signature header' }, 'Webhook signature verification failed');
-        return error(401, 'Webhook signature verification failed: no X-Hub-Signature-256, X-Hub-Signature or X-Gitlab-Token header');
+        return error(401, 'Webhook signature verification failed: no X-Hub-Signature-256, X-Hub-Signature or X-Gitlab-Token header', UNREAD);
       }
       // With verification on, only authentic deliveries spend the budget (counted below), so forged ones
       // cannot lock the git host out; with it off, every request counts.
@@ -82,38 +84,38 @@ export function handlers(p: Parts) {
       if (wait) {
         log.warn({ ip }, 'webhook rate limit exceeded');
         catchUp(wait);
-        return error(429, `Too Many Requests: over ${cfg.rateLimitPerMinute} webhook requests a minute from this address; retry in ${wait} s (the branch head deploys once the burst is over)`, { 'Retry-After': String(wait) });
+        return error(429, `Too Many Requests: over ${cfg.rateLimitPerMinute} webhook requests a minute from this address; retry in ${wait} s (the branch head deploys once the burst is over)`, { 'Retry-After': String(wait), ...UNREAD });
       }
-      const release = await p.uploads.acquire(cfg.webhookTimeoutMs);
-      if (!release) {
+      const slot = await p.uploads.acquire(cfg.webhookTimeoutMs);
+      if (!slot) {
         log.warn({ ip, reading: p.uploads.active }, 'webhook refused: too many bodies being read');
-        return error(503, `Service Unavailable: ${p.uploads.active} webhook bodies are being read; retry shortly`, { 'Retry-After': '5' });
+        return error(503, `Service Unavailable: ${p.uploads.active} webhook bodies are being read; retry shortly`, { 'Retry-After': '5', ...UNREAD });
       }
-      let raw: Buffer;
-      try {
-        raw = readBody ? await readBody() : Buffer.alloc(0);
-      } finally {
-        release();
-      }
-      const named = providerFromHeaders(headers);
-      const hostDelivery = deliveryIdOf(headers);
-      log.info({ ip, provider: named?.provider, event: named?.event, delivery: hostDelivery, bytes: raw.length }, 'Webhook received');
-
-      if (cfg.signatureVerify) {
-        const v = verify(cfg.webhookSecret, named?.provider ?? null, headers, raw);
-        if (!v.ok) {
-          log.warn({ ip, reason: v.reason }, 'Webhook signature verification failed');
-          return error(401, `Webhook signature verification failed: ${v.reason}`);
-        }
-        p.limiter.count(ip);
-      }
-
+      // The slot (and its buffer, which `raw` views) is held until the body has been verified and parsed.
       let body: Record<string, any>;
+      let named: ReturnType<typeof providerFromHeaders>;
+      let hostDelivery: string | undefined;
       try {
-        body = parsePayload(raw, first(headers['content-type']));
-      } catch (e) {
-        if (e instanceof InvalidPayload) return error(400, `Invalid payload: ${e.message}`);
-        throw e;
+        const raw = readBody ? await readBody(slot.buffer) : Buffer.alloc(0);
+        named = providerFromHeaders(headers);
+        hostDelivery = deliveryIdOf(headers);
+        log.info({ ip, provider: named?.provider, event: named?.event, delivery: hostDelivery, bytes: raw.length }, 'Webhook received');
+        if (cfg.signatureVerify) {
+          const v = verify(cfg.webhookSecret, named?.provider ?? null, headers, raw);
+          if (!v.ok) {
+            log.warn({ ip, reason: v.reason }, 'Webhook signature verification failed');
+            return error(401, `Webhook signature verification failed: ${v.reason}`);
+          }
+          p.limiter.count(ip);
+        }
+        try {
+          body = parsePayload(raw, first(headers['content-type']));
+        } catch (e) {
+          if (e instanceof InvalidPayload) return error(400, `Invalid payload: ${e.message}`);
+          throw e;
+        }
+      } finally {
+        slot.release();
       }
       const who = named ?? providerFromShape(body);
       if (!who) return error(400, 'Invalid payload: not a push, release or ping of a known git host (no ref, object_kind or push.changes)');

@@ -106,7 +106,8 @@ export default definePlugin<DeployerConfig>({
       handlers: handlers({
         cfg, log: ctx.log, clock: ctx.clock, store, engine, queue, supervisor,
         limiter: new RateLimiter(cfg.rateLimitPerMinute, () => ctx.clock.now()),
-        uploads: new UploadGate(cfg.maxUploads),
+        // The manifest's body limit of the webhook route (25 MB, GitHub's payload cap).
+        uploads: new UploadGate(cfg.maxUploads, 25 * 1024 * 1024),
       }),
       async dispose() {
         clearInterval(poller);

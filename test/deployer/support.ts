@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { sign } from '@octokit/webhooks-methods';
 import { REPO_ROOT } from '../../core/config.ts';
@@ -21,15 +22,19 @@ export function tempDir(prefix = 'deployer-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
+/** A free port in this area's range (22000-22999), so tests never collide with other services on the machine. */
+let nextPort = 22000 + Math.floor(Math.random() * 900);
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 1000; i++) {
+    const port = 22000 + (nextPort++ % 1000);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
     });
-  });
+    if (ok) return port;
+  }
+  throw new Error('no free port in 22000-22999');
 }
 
 const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@example.com', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@example.com' };
@@ -200,6 +205,11 @@ export async function settled(d: TestDeployer): Promise<any> {
   }, 'the deployer to settle');
 }
 
+/** GET a JSON answer (any status). */
+export async function fetchJson(url: string, headers: Record<string, string> = {}): Promise<any> {
+  return (await fetch(url, { headers })).json();
+}
+
 /** What the deployed app answers (null when it does not answer). */
 export async function appSays(port: number): Promise<any> {
   try {
@@ -211,9 +221,12 @@ export async function appSays(port: number): Promise<any> {
 }
 
 /** Run the real entry point (`npm run deployer` runs `tsx core/cli/deployer.ts`) as its own process. */
-export function runCli(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/deployer.ts')], {
-    cwd: REPO_ROOT,
+export function runCli(env: Record<string, string>, cwd = REPO_ROOT) {
+  // `node --import tsx` as one process (tsx's own cli would put a wrapper in between, which a SIGKILL
+  // would take down without the service); the loader by path, so any cwd works.
+  const loader = pathToFileURL(path.join(REPO_ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+  const child = spawn(process.execPath, ['--import', loader, path.join(REPO_ROOT, 'core/cli/deployer.ts')], {
+    cwd,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -222,6 +235,13 @@ export function runCli(env: Record<string, string>) {
   child.stderr.on('data', (b) => (out += b));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return { child, exited, output: () => out };
+}
+
+/** Peak and current RSS (VmHWM, VmRSS) of a process, in MB. */
+export function memoryOf(pid: number): { peak: number; now: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
+  return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 };
 }
 
 /** Live (not zombie) processes whose env and command line match. */
