@@ -153,7 +153,7 @@ export function pruneLogs(dir: string, history: Deployment[], keep: string[] = [
     return;
   }
   for (const f of files) {
-    if (!f.endsWith('.log') || f.startsWith('app.log') || named.has(f)) continue;
+    if (!f.endsWith('.log') || f.startsWith('app.log') || f === 'hooks.log' || named.has(f)) continue;
     fs.rmSync(path.join(dir, f), { force: true });
   }
 }

@@ -55,7 +55,7 @@ export class Repo {
   commit(files: Record<string, string | null>, message = 'change'): string {
     for (const [f, content] of Object.entries(files)) {
       const p = path.join(this.dir, f);
-      if (content === null) fs.rmSync(p, { force: true });
+      if (content === null) fs.rmSync(p, { force: true, recursive: true });
       else {
         fs.mkdirSync(path.dirname(p), { recursive: true });
         fs.writeFileSync(p, content);
