@@ -31,7 +31,7 @@ export class BuildLog {
   ) {
     fs.mkdirSync(dir, { recursive: true });
     this.file = `build_${attempt}.log`;
-    this.fd = fs.openSync(path.join(dir, this.file), 'w', 0o600);
+    this.fd = fs.openSync(path.join(dir, this.file), 'w+', 0o600);
     this.stream = new Writable({
       write: (chunk: Buffer, _enc, cb) => {
         this.append(chunk.toString('utf8'));
@@ -44,7 +44,8 @@ export class BuildLog {
     if (this.fd === null) return;
     const buf = Buffer.from(this.redact(text));
     try {
-      fs.writeSync(this.fd, buf);
+      // Positioned writes: after a cut the file offset of the descriptor is not the end of the log.
+      fs.writeSync(this.fd, buf, 0, buf.length, this.size);
     } catch {
       return; // disk full: the deployment goes on, the log loses lines
     }

@@ -14,6 +14,25 @@ async function deployer(repo: Repo, extra: Record<string, string> = {}, root = t
   return startDeployer(testEnv(repo, await freePort(), root, { WEBHOOK_SIGNATURE_VERIFY: 'true', WEBHOOK_SECRET: SECRET, ...extra }));
 }
 
+/** Probe the app every 20 ms; `stop` gives the commits it answered (null while down), in order. */
+function watchApp(port: number) {
+  const seen: Array<string | null> = [];
+  let on = true;
+  const loop = (async () => {
+    while (on) {
+      seen.push((await appSays(port))?.commit ?? null);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async stop() {
+      on = false;
+      await loop;
+      return seen;
+    },
+  };
+}
+
 const push = (d: TestDeployer, repo: Repo, commit: string, delivery?: string) => d.github('push', githubPush(repo, commit), { secret: SECRET, delivery });
 
 describe('deployer deployments (real git, npm and app)', function () {
@@ -166,7 +185,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     assert.equal((await d.get('/health')).json.healthy, true);
   });
 
-  it('the DEPLOYMENT_TIMEOUT watchdog stops a hung build and rolls back', async () => {
+  it('the DEPLOYMENT_TIMEOUT watchdog stops a hung build (its whole group); the old app never stops', async () => {
     const repo = new Repo();
     const good = repo.commit(nodeApp('good'));
     // Long enough for the good release on a loaded machine, short for the test.
@@ -174,11 +193,40 @@ describe('deployer deployments (real git, npm and app)', function () {
     await push(d, repo, good);
     await settled(d);
     const hung = repo.commit(nodeApp('hung', { build: 'setTimeout(() => {}, 600000)' }));
+    const watch = watchApp(d.appPort);
     await push(d, repo, hung);
     const s = await settled(d);
+    const seen = await watch.stop();
+    // A hung build never stops the app: it answered the old commit throughout, and the build's group is gone.
+    assert.ok(seen.length > 5 && seen.every((c) => c === good), `answers during the deployment: ${[...new Set(seen)].join(', ')}`);
+    assert.deepEqual(buildPids(d.root), []);
     assert.equal(s.last_failed_deployment.reason, 'deployment_timeout');
     assert.equal(s.current_release, `001-${good}`);
     assert.equal((await appSays(d.appPort)).commit, good);
+  });
+
+  it('zero downtime: the old release serves while the new one builds; stopping_app comes after building', async () => {
+    const repo = new Repo();
+    const a = repo.commit(nodeApp('a'));
+    const d = track(await deployer(repo, { DEBOUNCE_DELAY: '0' }), repo);
+    await push(d, repo, a);
+    await settled(d);
+    const b = repo.commit(nodeApp('b', { build: 'setTimeout(() => {}, 1500)' }));
+    const watch = watchApp(d.appPort);
+    await push(d, repo, b);
+    // While the new release builds, the old one answers.
+    await waitFor(async () => (await d.get('/status')).json.stage === 'building', 'the building stage');
+    assert.equal((await appSays(d.appPort))?.commit, a);
+    assert.equal((await d.get('/health')).json.app_status, 'running');
+    await settled(d);
+    await waitFor(async () => (await appSays(d.appPort))?.commit === b, 'the new release');
+    const seen = await watch.stop();
+    const firstB = seen.indexOf(b);
+    assert.ok(seen.slice(0, firstB).filter((c) => c === a).length > 10, 'the old release answered during the build');
+    assert.ok(seen.slice(firstB).every((c) => c === b), 'never back to the old release');
+    const log = (await d.get('/logs/2?format=json')).json.content as string;
+    const order = [...log.matchAll(/stage (\w+) started/g)].map((m) => m[1]);
+    assert.deepEqual(order, ['starting', 'git_pull', 'installing_dependencies', 'building', 'stopping_app', 'starting_app', 'health_check', 'completed']);
   });
 
   it('20 pushes in a burst end in at most two deployments, the last one the newest commit', async () => {
