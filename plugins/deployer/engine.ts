@@ -296,9 +296,11 @@ export class Engine {
     } finally {
       clearTimeout(watchdog);
       s.in_progress = null;
-      this.active = null;
       pruneLogs(this.logsDir, s.history);
+      // On disk before /status says idle: a service killed right after must find the new release as
+      // current (and adopt its app), not an interrupted deployment to redo.
       await this.store.save();
+      this.active = null;
     }
   }
 

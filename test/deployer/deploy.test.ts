@@ -413,7 +413,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     cleanup.push(() => repo.remove());
     const a = repo.commit(nodeApp('a'));
     const port = await freePort();
-    const env = testEnv(repo, await freePort(), tempDir(), { WEBHOOK_PORT: String(port) });
+    const env = testEnv(repo, await freePort(), tempDir(), { WEBHOOK_PORT: String(port), LOG_LEVEL: 'info' });
     const appPort = Number(env.APP_PORT);
     const cli = (): Promise<TestDeployer> =>
       waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok, 'the service').then(() => ({
@@ -445,7 +445,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     await waitFor(async () => (await d.get('/health')).json.supervisor_status === 'RUNNING', 'the adopted app');
     probing = false;
     await prober;
-    assert.equal(failures, 0, 'the app answered all along');
+    assert.equal(failures, 0, `the app answered all along; service said: ${run.output().match(/"msg":"[^"]*(adopt|stopping an app|app started|app died)[^"]*"/g)}`);
     assert.equal(findAppPid(appPort), app, 'the same process serves: adopted, not started twice');
     assert.equal(appPids(appPort).length, 1);
 
