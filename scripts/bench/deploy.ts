@@ -48,7 +48,7 @@ async function main() {
     WEBHOOK_RATE_LIMIT: '0',
     WEBHOOK_SIGNATURE_VERIFY: 'true',
     WEBHOOK_SECRET: SECRET,
-    HEALTH_CHECK_DELAY: '0.1',
+    HEALTH_CHECK_DELAY: '2',
     HEALTH_CHECK_RETRIES: '10',
     LOG_LEVEL: 'warn',
     DEPLOYMENT_TIMEOUT: String(Math.max(120, BUILD_SECONDS * 4)),

@@ -18,8 +18,16 @@ import { fetchAnswer, type Answer } from '../support/node.ts';
 
 const require = createRequire(import.meta.url);
 
+/** Temp folders of this process, removed when it exits (tests that fail early leave none behind). */
+const temps: string[] = [];
+process.once('exit', () => {
+  for (const d of temps) fs.rmSync(d, { recursive: true, force: true });
+});
+
 export function tempDir(prefix = 'deployer-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  temps.push(d);
+  return d;
 }
 
 /** A free port in this area's range (22000-22999), so tests never collide with other services on the machine. */
