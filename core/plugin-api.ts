@@ -50,6 +50,13 @@ export interface HandlerInput<B = any> {
   body: B;
   /** The exact bytes received, for routes whose parser is raw-json or raw (signatures are over these). */
   rawBody?: Buffer;
+  /**
+   * Routes whose parser is `deferred`: reads the raw body under the route's limit (413 above it). The body
+   * is not read before the handler runs, so a handler can refuse a caller from its headers without
+   * taking its bytes (rate limits, missing signatures, upload caps). `into`: a buffer to read into (the
+   * answer is a view of it) when the body fits, so a handler can reuse a few buffers for large bodies.
+   */
+  readBody?: (into?: Buffer) => Promise<Buffer>;
   /** Uploaded files of a multipart body. */
   files?: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;

@@ -157,6 +157,8 @@ describeService('api', async (root) => {
 });
 
 describeService('deployer', async (root) => {
+  // Builds run as an unprivileged user when the tests run as root: it must reach DEPLOY_ROOT under root.
+  fs.chmodSync(root, 0o755);
   const config = resolveConfig(
     { listener: 'deployer', api: { port: 0, host: '127.0.0.1' }, dataDir: path.join(root, 'deployer-state'), log: { level: process.env.TEST_LOG ?? 'silent' }, watch: false, ...contractConfig(root) },
     'contract config',
