@@ -6,6 +6,7 @@
 import { definePlugin, type RpcClient } from '../../core/plugin-api.ts';
 import { explorerHandlers } from './handlers.ts';
 import { NedbExplorerStore } from './nedb-store.ts';
+import { paymentsService } from './payments-service.ts';
 import { Scanner } from './scanner.ts';
 
 export interface ExplorerConfig {
@@ -62,6 +63,8 @@ export default definePlugin<ExplorerConfig>({
       log: ctx.log,
     });
     if (cfg.autoStart) scanner.start();
+    // For the apps plugin: registry payments read from the blocks scanned here.
+    ctx.services.provide('explorer-payments', paymentsService(store));
     const api = explorerHandlers({ rpc, store, scanner, startHeight: cfg.startHeight });
     return {
       handlers: api.handlers,
