@@ -1,0 +1,163 @@
+/**
+ * Applications: signed app specifications registered and paid on chain, the signed network policy, and
+ * the apps installed and run on this node's Docker (dockerode). The host is used here only: config,
+ * stores, services (identity signatures, explorer payments, daemon), the app-owner lookup, the policy gate.
+ */
+import path from 'node:path';
+import { definePlugin, type Datastore, type RpcClient } from '../../core/plugin-api.ts';
+import { Engine } from './engine.ts';
+import { makeHandlers } from './handlers.ts';
+import { Installer, type InstalledApp } from './installer.ts';
+import { PaymentWatcher, type ExplorerPayments, type Payment } from './payments.ts';
+import { POLICY_GATE, PolicyHolder } from './policy.ts';
+import { priceOf, type PriceConfig } from './pricing.ts';
+import { Reconciler } from './reconciler.ts';
+import { Registry } from './registry.ts';
+import { checkSpecification } from './spec-rules.ts';
+import { Volumes } from './volumes.ts';
+
+export interface AppsConfig {
+  docker: { socketPath: string; subnetBase: string };
+  publishHost: string;
+  nodeHostIp: string;
+  volumesDir: string;
+  appsDir: string;
+  registryAddress: string;
+  minConfirmations: number;
+  paymentPollMs: number;
+  temporaryMessageMinutes: number;
+  reconcileIntervalMs: number;
+  policy: { sources: string[]; refreshSeconds: number };
+  price: PriceConfig;
+}
+
+interface IdentityService {
+  verifySignature(message: string, legacyid: string, signature: string): boolean;
+}
+
+export default definePlugin<AppsConfig>({
+  id: 'apps',
+  version: '1.0.0',
+  requires: ['identity'],
+  configSchema: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      docker: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          socketPath: { type: 'string', minLength: 1, default: '/var/run/docker.sock' },
+          subnetBase: { type: 'string', pattern: '^\\d{1,3}\\.\\d{1,3}$', default: '172.23' },
+        },
+      },
+      publishHost: { type: 'string', default: '0.0.0.0' },
+      nodeHostIp: { type: 'string', default: '' },
+      volumesDir: { type: 'string', default: '' },
+      appsDir: { type: 'string', default: '' },
+      registryAddress: { type: 'string', default: '' },
+      minConfirmations: { type: 'integer', minimum: 1, default: 1 },
+      paymentPollMs: { type: 'integer', minimum: 50, default: 5000 },
+      temporaryMessageMinutes: { type: 'integer', minimum: 1, default: 120 },
+      reconcileIntervalMs: { type: 'integer', minimum: 50, default: 5000 },
+      policy: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          sources: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+          refreshSeconds: { type: 'number', minimum: 0.05, default: 3600 },
+        },
+      },
+      price: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          cpuUsd: { type: 'number', minimum: 0, default: 3 },
+          ramUsd: { type: 'number', minimum: 0, default: 1 },
+          hddUsd: { type: 'number', minimum: 0, default: 0.05 },
+          minimumUsd: { type: 'number', minimum: 0, default: 0.99 },
+          coinUsd: { type: 'number', exclusiveMinimum: 0, default: 0.5 },
+        },
+      },
+    },
+  },
+  async setup(ctx) {
+    const cfg = ctx.config;
+    const identity = ctx.services.get<IdentityService>('identity');
+    const verify = (m: string, id: string, s: string) => identity.verifySignature(m, id, s);
+    const base = path.resolve(ctx.node.dataDir, 'apps');
+
+    const registry = new Registry(
+      { temporary: ctx.store('temporary'), permanent: ctx.store('permanent'), specs: ctx.store('specs') },
+      ctx.clock,
+      verify,
+      cfg.temporaryMessageMinutes * 60_000,
+    );
+    await registry.init();
+
+    const policy = new PolicyHolder({
+      sources: cfg.policy.sources,
+      file: path.join(base, 'network-policy.json'),
+      isCoreTeam: (id) => ctx.node.coreTeam.includes(id),
+      verify,
+      onChange: (held) => ctx.gates.set(POLICY_GATE, !!held),
+      now: () => ctx.clock.now(),
+      log: ctx.log,
+    });
+    policy.loadKept();
+    await policy.refresh();
+    policy.start(cfg.policy.refreshSeconds * 1000);
+
+    const rules = () => ({ isEnterprise: (o: string) => policy.isEnterprise(o), blockedPorts: policy.held?.policy.blockedPorts ?? [] });
+    const price = (raw: Record<string, any>) => priceOf(checkSpecification(raw, rules()), cfg.price).satoshis;
+
+    const volumes = new Volumes(cfg.volumesDir || path.join(base, 'volumes'), cfg.appsDir || path.join(base, 'mounts'));
+    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp }, volumes);
+    const installed = ctx.store('installed') as Datastore<InstalledApp>;
+    await installed.ensureIndex({ fieldName: 'name', unique: true });
+    const installer = new Installer(engine, installed, policy, () => ctx.clock.now());
+
+    // The owner of an app for the appowner levels: the registry's, else the owner of what is installed here.
+    const dropOwners = ctx.auth.useAppOwnerLookup(async (app) => (await registry.owner(app)) ?? (await installer.installed(app))?.owner ?? null);
+
+    const payments = new PaymentWatcher({
+      store: ctx.store('payments') as Datastore<Payment>,
+      registry,
+      address: cfg.registryAddress,
+      minConfirmations: cfg.minConfirmations,
+      // Looked up when used: the explorer and the daemon may be disabled (payments then wait for them).
+      explorer: () => (ctx.services.has('explorer-payments') ? ctx.services.get<ExplorerPayments>('explorer-payments') : null),
+      daemon: () => (ctx.services.has('daemon') ? ctx.services.get<RpcClient>('daemon') : null),
+      price,
+      log: ctx.log,
+    });
+    payments.start(cfg.paymentPollMs);
+
+    const reconciler = new Reconciler(engine, installer, () => ctx.clock.now(), ctx.log);
+    try {
+      const n = await reconciler.adopt();
+      if (n) ctx.log.info({ containers: n }, 'apps: adopted the running containers of installed apps');
+    } catch (e) {
+      ctx.log.warn({ err: (e as Error).message }, 'apps: Docker not reachable at start; the reconciler keeps trying');
+    }
+    reconciler.start(cfg.reconcileIntervalMs);
+    const purge = setInterval(() => void registry.purgeTemporary().catch(() => {}), 60_000);
+    purge.unref();
+
+    const handlers = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules });
+    return {
+      handlers,
+      dispose: async () => {
+        clearInterval(purge);
+        policy.stop();
+        dropOwners();
+        ctx.gates.set(POLICY_GATE, false);
+        await payments.stop();
+        await reconciler.stop();
+      },
+    };
+  },
+});
