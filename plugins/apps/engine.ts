@@ -22,6 +22,8 @@ export interface EngineOptions {
   /** Host address published ports bind to. */
   publishHost: string;
   nodeHostIp: string;
+  /** Open-file limit of each container (reference 100000; a host whose hard limit is lower needs less). */
+  nofile: number;
 }
 
 export class Engine {
@@ -150,7 +152,7 @@ export class Engine {
         NanoCpus: Math.round(c.cpu * 1e9),
         Memory: c.ram * MiB,
         MemorySwap: (c.ram + 2000) * MiB,
-        Ulimits: [{ Name: 'nofile', Soft: 100000, Hard: 100000 }],
+        Ulimits: [{ Name: 'nofile', Soft: this.o.nofile, Hard: this.o.nofile }],
         // The node's reconciler restarts crashed containers (with its back-off), not Docker.
         RestartPolicy: { Name: 'no' },
         ExtraHosts: ['corenode.service:169.254.43.43'],

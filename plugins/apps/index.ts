@@ -17,7 +17,7 @@ import { checkSpecification } from './spec-rules.ts';
 import { Volumes } from './volumes.ts';
 
 export interface AppsConfig {
-  docker: { socketPath: string; subnetBase: string };
+  docker: { socketPath: string; subnetBase: string; nofile: number };
   publishHost: string;
   nodeHostIp: string;
   volumesDir: string;
@@ -50,6 +50,7 @@ export default definePlugin<AppsConfig>({
         properties: {
           socketPath: { type: 'string', minLength: 1, default: '/var/run/docker.sock' },
           subnetBase: { type: 'string', pattern: '^\\d{1,3}\\.\\d{1,3}$', default: '172.23' },
+          nofile: { type: 'integer', minimum: 1024, default: 100000 },
         },
       },
       publishHost: { type: 'string', default: '0.0.0.0' },
@@ -115,7 +116,7 @@ export default definePlugin<AppsConfig>({
     const price = (raw: Record<string, any>) => priceOf(checkSpecification(raw, rules()), cfg.price).satoshis;
 
     const volumes = new Volumes(cfg.volumesDir || path.join(base, 'volumes'), cfg.appsDir || path.join(base, 'mounts'));
-    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp }, volumes);
+    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile }, volumes);
     const installed = ctx.store('installed') as Datastore<InstalledApp>;
     await installed.ensureIndex({ fieldName: 'name', unique: true });
     const installer = new Installer(engine, installed, policy, () => ctx.clock.now());
