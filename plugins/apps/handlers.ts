@@ -146,8 +146,9 @@ export function makeHandlers(d: HandlerDeps): Record<string, Handler> {
     enterpriseappowners: () => policy.held?.policy.enterpriseOwners ?? {},
     networkpolicy: () => {
       const h = policy.held;
-      if (!h) throw new ApiError(503, 'NoNetworkPolicy', 'This node does not hold a signed network policy yet');
-      return { issuedAt: h.policy.issuedAt, signer: h.signed.legacyid, source: h.source, receivedAt: h.receivedAt, policy: h.policy };
+      const sources = policy.lastResults;
+      if (!h) return { held: false, sources };
+      return { held: true, issuedAt: h.policy.issuedAt, signer: h.signed.legacyid, source: h.source, receivedAt: h.receivedAt, policy: h.policy, sources };
     },
 
     installapplocally: async (input) => {

@@ -84,6 +84,8 @@ export function repositoryOf(repotag: string): string {
 export class PolicyHolder {
   held: HeldPolicy | null = null;
   lastError: string | null = null;
+  /** What the last refresh made of each source: taken, not newer than the held policy, or why refused. */
+  lastResults: { source: string; outcome: string; at: number }[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -113,12 +115,17 @@ export class PolicyHolder {
 
   async refresh(): Promise<void> {
     const errors: string[] = [];
+    const results: { source: string; outcome: string; at: number }[] = [];
     for (const source of this.o.sources) {
+      const at = this.o.now();
       try {
         const text = /^https?:\/\//.test(source) ? await fetchText(source) : await fs.promises.readFile(source, 'utf8');
         const signed = JSON.parse(text);
         const policy = readSigned(signed, this.o.isCoreTeam, this.o.verify);
-        if (this.held && policy.issuedAt <= this.held.policy.issuedAt) continue;
+        if (this.held && policy.issuedAt <= this.held.policy.issuedAt) {
+          results.push({ source, outcome: policy.issuedAt === this.held.policy.issuedAt ? 'held' : 'older than the held policy; not taken', at });
+          continue;
+        }
         this.held = { policy, signed, source, receivedAt: this.o.now() };
         const tmp = `${this.o.file}.tmp`;
         await fs.promises.mkdir(path.dirname(this.o.file), { recursive: true });
@@ -126,10 +133,13 @@ export class PolicyHolder {
         await fs.promises.rename(tmp, this.o.file);
         this.o.log.info({ source, issuedAt: policy.issuedAt, signer: signed.legacyid }, 'apps: network policy taken');
         this.o.onChange(this.held);
+        results.push({ source, outcome: 'taken', at });
       } catch (e) {
         errors.push(`${source}: ${(e as Error).message}`);
+        results.push({ source, outcome: `refused: ${(e as Error).message}`, at });
       }
     }
+    this.lastResults = results;
     this.lastError = errors.length ? errors.join('; ') : null;
     if (errors.length) this.o.log.warn({ errors }, 'apps: network policy sources refused');
   }
