@@ -1,6 +1,6 @@
 /** Route handlers of the apps plugin (manifests/apps.yaml). */
 import { ApiError, type Caller, type Handler, type HandlerInput } from '../../core/plugin-api.ts';
-import type { Engine } from './engine.ts';
+import { describeDockerError, type Engine } from './engine.ts';
 import { StepError, type Installer } from './installer.ts';
 import { splitAppName } from './names.ts';
 import type { PolicyHolder } from './policy.ts';
@@ -28,7 +28,26 @@ const NOT_FOUND = () => new ApiError(404, 'NotFound', 'Application not found');
 /** The body as the client sent it (the signature covers the spec's key order). */
 const sent = (input: HandlerInput) => (input.rawBody?.length ? JSON.parse(input.rawBody.toString('utf8')) : input.body);
 
+/** Docker failures reach the caller as a typed error naming Docker, never as an internal error. */
+function dockerErrors(handlers: Record<string, Handler>, socketPath: string): Record<string, Handler> {
+  const wrap = (fn: Handler): Handler => async (input, io) => {
+    try {
+      return await fn(input, io);
+    } catch (e: any) {
+      if (e instanceof ApiError) throw e;
+      if (['ENOENT', 'ECONNREFUSED', 'EACCES', 'ECONNRESET'].includes(e?.code)) throw new ApiError(503, 'DockerUnavailable', `Docker is not reachable at ${socketPath}: ${e.message}`);
+      if (typeof e?.statusCode === 'number') throw new ApiError(e.statusCode, 'DockerError', describeDockerError(e));
+      throw e;
+    }
+  };
+  return Object.fromEntries(Object.entries(handlers).map(([k, fn]) => [k, wrap(fn)]));
+}
+
 export function makeHandlers(d: HandlerDeps): Record<string, Handler> {
+  return dockerErrors(handlersOf(d), d.engine.o.socketPath);
+}
+
+function handlersOf(d: HandlerDeps): Record<string, Handler> {
   const { registry, installer, engine, policy } = d;
 
   const stepFailure = (app: string) => (e: unknown) =>
