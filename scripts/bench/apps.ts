@@ -5,7 +5,8 @@
  * 1. Install of a cached image through the node (a test install: policy check, network, pull check against
  *    the registry, a loop-mounted ext4 volume, create, start; timed until the node reports the container
  *    started) against `docker create` + `docker start` of the same image through the CLI. Rounds alternate.
- *    Ratio = CLI time / node time (goal >= 0.8).
+ *    Ratio = CLI time / node time (goal >= 0.8). Also against create + start through the API alone, since
+ *    the CLI's own start-up (two processes of a 40 MB binary) weighs on a busy machine.
  * 2. The reconciler's CPU with 50 running containers at its default interval (5 s): process CPU time over
  *    a measured window, as % of one core (goal < 1%), and dockerd's CPU in the same window.
  */
@@ -13,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Datastore from 'nedb-promises';
+import Docker from 'dockerode';
 import { ensureDocker, stopDocker, unmountUnder } from '../../test/support/docker.ts';
 import { bitcoinWallet } from '../../test/identity/keys.ts';
 import { freeAppPort, hardNofile, signedMessage, startAppsNode, v3Spec } from '../../test/apps/support.ts';
@@ -60,6 +62,21 @@ async function cliInstall(cli: (a: string[]) => Promise<string>, image: string, 
   return ms;
 }
 
+/** The same create + start through the Docker API (dockerode), without the CLI's process start-up. */
+async function apiInstall(docker: Docker, image: string, port: number): Promise<number> {
+  const t0 = performance.now();
+  const c = await docker.createContainer({
+    name: 'benchapi',
+    Image: image,
+    ExposedPorts: { '8080/tcp': {} },
+    HostConfig: { PortBindings: { '8080/tcp': [{ HostIp: '127.0.0.1', HostPort: String(port) }] } },
+  });
+  await c.start();
+  const ms = performance.now() - t0;
+  await c.remove({ force: true });
+  return ms;
+}
+
 function procCpuMs(pid: number): number {
   const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime in clock ticks (100 Hz)
@@ -76,6 +93,8 @@ async function main() {
     const node = await startAppsNode({ docker, wallets: w });
     const nodeMs: number[] = [];
     const cliMs: number[] = [];
+    const apiMs: number[] = [];
+    const api = new Docker({ socketPath: docker.socketPath });
     try {
       const port = await freeAppPort();
       const spec = v3Spec(w.owner.legacyid, 'benchapp', docker.images.node, port);
@@ -83,6 +102,7 @@ async function main() {
       if (reg.json?.status !== 'success') throw new Error(reg.text);
       for (let r = 0; r < ROUNDS; r++) {
         cliMs.push(await cliInstall(docker.cli, docker.images.node, port));
+        apiMs.push(await apiInstall(api, docker.images.node, port));
         nodeMs.push(await nodeInstall(node.url, node.headers.coreTeam, 'benchapp'));
       }
     } finally {
@@ -94,6 +114,9 @@ async function main() {
     console.log(`  docker create + start (CLI): ${c.toFixed(0)} ms   [${cliMs.map((x) => x.toFixed(0)).join(', ')}]`);
     console.log(`  node test install to started: ${n.toFixed(0)} ms   [${nodeMs.map((x) => x.toFixed(0)).join(', ')}]`);
     console.log(`  ratio CLI / node: ${(c / n).toFixed(2)} (goal >= 0.8)`);
+    const a = median(apiMs);
+    console.log(`  create + start through the API alone (dockerode, no CLI start-up): ${a.toFixed(0)} ms   [${apiMs.map((x) => x.toFixed(0)).join(', ')}]`);
+    console.log(`  ratio API / node: ${(a / n).toFixed(2)} (the node adds the policy check, network, pull check, volume)`);
 
     // --- 2. reconciler CPU with N running containers ---
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'apps-bench-'));
