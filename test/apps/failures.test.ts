@@ -25,14 +25,16 @@ describe('apps: failures, the policy gate, test installs', function () {
     await node?.close();
   });
 
-  /** Nothing of `app` on Docker or on disk. */
-  async function nothingLeft(app: string, image?: string) {
+  const hasImage = async (image: string) => (await docker.cli(['images', '-q', image])).trim() !== '';
+
+  /** Nothing of `app` on Docker or on disk; `image` is there only if it was before the install. */
+  async function nothingLeft(app: string, image?: string, hadImage = false) {
     assert.equal((await docker.cli(['ps', '-aq', '--filter', `label=corenode.app=${app}`])).trim(), '');
     assert.equal((await docker.cli(['network', 'ls', '-q', '--filter', `name=coreDockerNetwork_${app}`])).trim(), '');
     assert.deepEqual(mountsUnder(dataDir), []);
     const vols = path.join(dataDir, 'apps', 'volumes');
     assert.deepEqual(fs.existsSync(vols) ? fs.readdirSync(vols) : [], []);
-    if (image) assert.equal((await docker.cli(['images', '-q', image])).trim(), '', `image ${image} removed`);
+    if (image) assert.equal(await hasImage(image), hadImage, `image ${image} ${hadImage ? 'kept (it was there before)' : 'removed'}`);
     assert.deepEqual(data(await node.get(`/apps/installedapps/${app}`)), []);
   }
 
@@ -76,22 +78,24 @@ describe('apps: failures, the policy gate, test installs', function () {
       component('bad', `${docker.registry}/corenode-test/nosuchimage:9`, await freeAppPort(), 8080),
     ]);
     await register(spec);
+    const had = await hasImage(docker.images.busybox);
     const lines = ndjson(await node.get('/apps/testappinstall/badpull', node.headers.owner));
     const end = last(lines);
     assert.equal(end.status, 'error');
     assert.equal(end.step, 'pull');
     assert.equal(end.component, 'bad');
     assert.match(end.message, /failed at step 'pull'.*everything it created was removed/);
-    await nothingLeft('badpull', docker.images.busybox);
+    await nothingLeft('badpull', docker.images.busybox, had);
   });
 
   it('a failed start leaves nothing behind and names the step', async () => {
     const spec = v3Spec(w.owner.legacyid, 'badstart', docker.images.node, await freeAppPort(), { commands: ['/nonexistent'] });
     await register(spec);
+    const had = await hasImage(docker.images.node);
     const lines = ndjson(await node.get('/apps/testappinstall/badstart', node.headers.coreTeam));
     assert.equal(last(lines).step, 'start', JSON.stringify(last(lines)));
     assert.ok(lines.some((l) => l.step === 'cleanup' && /container corebadstart/.test(l.status)));
-    await nothingLeft('badstart', docker.images.node);
+    await nothingLeft('badstart', docker.images.node, had);
   });
 
   it('testappinstall: the temporary message owner and the core team pass (installed, then removed); others are refused; one at a time', async () => {
@@ -146,6 +150,23 @@ describe('apps: failures, the policy gate, test installs', function () {
     assert.equal(data(await node.post('/apps/verifyappregistrationspecifications', ent)).name, 'enterprise');
     const price = data(await node.post('/apps/calculatefiatandcoreprice', v3Spec(owner, 'priced', img, 31000)));
     assert.match(price.usd.toFixed(2), /\.(49|99)$/);
+  });
+
+  it('a policy from an http source is taken', async () => {
+    const { createServer } = await import('node:http');
+    const file = path.join(dataDir, 'served-policy.json');
+    await writePolicy(file, w.coreTeam, { issuedAt: Date.now() + 1000, vettedRepositories: ['served/over-http'] });
+    const srv = createServer((_req, res) => res.end(fs.readFileSync(file)));
+    const port = await freeAppPort();
+    await new Promise<void>((r) => srv.listen(port, '127.0.0.1', r));
+    const other = await startAppsNode({ docker, wallets: w, policy: false, apps: { policy: { sources: [`http://127.0.0.1:${port}/policy.json`], refreshSeconds: 0.2 } } });
+    try {
+      await until('served policy held', async () => data(await other.get('/apps/networkpolicy')).held);
+      assert.deepEqual(data(await other.get('/apps/whitelistedrepositories')), ['served/over-http']);
+    } finally {
+      await other.close();
+      srv.close();
+    }
   });
 
   it('the last good policy is kept across a restart when no source answers', async () => {

@@ -56,6 +56,11 @@ describe('apps: register, pay, install', function () {
     assert.ok(data(await node.get('/apps/permanentmessages')).some((m: any) => m.hash === hash));
     assert.ok(data(await node.get('/apps/hashes')).some((m: any) => m.hash === hash));
     assert.equal(data(await node.get(`/apps/messagescount/${w.owner.legacyid}`)), 1);
+    const info = data(await node.get('/apps/registrationinformation'));
+    assert.equal(info.address, registryAddress);
+    assert.equal(data(await node.get('/apps/latestspecificationversion')), 8);
+    assert.ok(data(await node.get('/apps/availableapps')).some((a: any) => a.name === 'webthree'));
+    assert.equal(data(await node.get(`/apps/globalappsspecifications?owner=${w.owner.legacyid}`))[0].name, 'webthree');
 
     const lines = ndjson(await node.get('/apps/installapplocally/webthree', node.headers.coreTeam));
     assert.equal(last(lines).status, 'success', JSON.stringify(lines));
