@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { ensureDocker, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import { ethereumWallet } from '../identity/keys.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, pay, probe, signedMessage, startAppsNode, until, v3Spec, v8Spec, type AppsNode } from './support.ts';
 
 describe('apps: register, pay, install', function () {
@@ -109,6 +110,17 @@ describe('apps: register, pay, install', function () {
     assert.match(await docker.cli(['exec', 'coreweb_composed', '/bin/ls', '/apidata']), /marker/);
   });
 
+  it('appremove by the core team (force) and by the owner leaves nothing of either app', async () => {
+    for (const [app, who, force] of [['webthree', 'coreTeam', '/true'], ['composed', 'owner', '']] as const) {
+      const lines = ndjson(await node.get(`/apps/appremove/${app}${force}`, node.headers[who]));
+      assert.equal(last(lines).status, 'success', JSON.stringify(lines));
+      assert.equal((await docker.cli(['ps', '-aq', '--filter', `label=corenode.app=${app}`])).trim(), '');
+    }
+    assert.deepEqual(data(await node.get('/apps/installedapps')), []);
+    assert.equal(fs.readdirSync(`${node.dataDir}/apps/volumes`).length, 0);
+    assert.ok(!fs.readFileSync('/proc/self/mounts', 'utf8').includes(node.dataDir));
+  });
+
   it('unsigned, wrongly signed, stale and duplicate registrations are refused', async () => {
     const spec = v3Spec(w.owner.legacyid, 'nosig', docker.images.node, await freeAppPort());
     const forged = await signedMessage(w.other, spec);
@@ -119,6 +131,10 @@ describe('apps: register, pay, install', function () {
     assert.match(error(await node.post('/apps/appregister', stale, node.headers.owner)).message, /timestamp/);
     assert.match(error(await node.post('/apps/appregister', await signedMessage(w.owner, spec, 'coreappupdate'), node.headers.owner)).message, /type/);
     assert.equal(error(await node.post('/apps/appregister', msg)).code, 401);
+    // An ethereum owner signs with personal-sign (0x-hex).
+    const eth = ethereumWallet();
+    const ethHash = data(await node.post('/apps/appregister', await signedMessage(eth, v3Spec(eth.legacyid, 'ethowned', docker.images.node, await freeAppPort())), node.headers.other));
+    assert.equal(data(await node.get(`/apps/temporarymessages/${ethHash}`))[0].signer, eth.legacyid);
     const dup = v3Spec(w.owner.legacyid, 'webthree', docker.images.node, await freeAppPort());
     assert.equal(error(await node.post('/apps/appregister', await signedMessage(w.owner, dup), node.headers.owner)).name, 'AppExists');
   });
