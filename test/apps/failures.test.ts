@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, mountsUnder, type TestDocker } from '../support/docker.ts';
+import { ensureDocker, ensurePrivateRegistry, mountsUnder, type TestDocker } from '../support/docker.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, signedMessage, startAppsNode, tmp, until, v3Spec, v8Spec, writePolicy, type AppsNode } from './support.ts';
 
 describe('apps: failures, the policy gate, test installs', function () {
@@ -112,6 +112,20 @@ describe('apps: failures, the policy gate, test installs', function () {
     assert.ok(lines.some((l) => l.step === 'start'));
     await nothingLeft('trial');
     assert.equal(last(ndjson(await node.get('/apps/testappinstall/trial', node.headers.coreTeam))).status, 'success');
+  });
+
+  it('an image of a registry that wants credentials is pulled with the spec\'s repoauth; without them the pull fails', async () => {
+    const priv = await ensurePrivateRegistry();
+    const port = await freeAppPort();
+    const withAuth = v8Spec(w.owner.legacyid, 'privateok', [component('box', priv.image, port, 8080, { commands: ['/bin/sleep', '3600'], repoauth: priv.repoauth })]);
+    await register(withAuth);
+    const ok = ndjson(await node.get('/apps/testappinstall/privateok', node.headers.coreTeam));
+    assert.equal(last(ok).status, 'success', JSON.stringify(ok));
+    const noAuth = v8Spec(w.owner.legacyid, 'privatenone', [component('box', priv.image, port, 8080, { commands: ['/bin/sleep', '3600'] })]);
+    await register(noAuth);
+    const bad = ndjson(await node.get('/apps/testappinstall/privatenone', node.headers.coreTeam));
+    assert.equal(last(bad).step, 'pull', JSON.stringify(last(bad)));
+    await nothingLeft('privatenone');
   });
 
   it('specification errors name the field', async () => {

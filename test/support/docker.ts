@@ -33,7 +33,21 @@ export interface TestDocker {
 }
 
 let started: Promise<TestDocker> | null = null;
-let procs: { dockerd?: ChildProcess; registry?: ChildProcess; root?: string } = {};
+let procs: { dockerd?: ChildProcess; registry?: ChildProcess; privateRegistry?: ChildProcess; root?: string } = {};
+let privateStarted: Promise<PrivateRegistry> | null = null;
+
+/** A second registry that wants a user name and password (`repoauth`), holding the busybox image. */
+export interface PrivateRegistry {
+  registry: string;
+  image: string;
+  /** `user:password` as a spec's `repoauth` carries it. */
+  repoauth: string;
+}
+
+// bcrypt of PRIVATE_PASSWORD (the registry's htpasswd takes bcrypt only), made once with Python's crypt.
+const PRIVATE_USER = 'corenode';
+const PRIVATE_PASSWORD = 'corenode-test-pw';
+const PRIVATE_HTPASSWD = `${PRIVATE_USER}:$2b$10$Hr4pA8W.4xtZC7FKyPriCOhLcMvghBYXTc2JLf5.5cSfjVJ3tKF8.`;
 
 /** A free TCP port in [lo, hi] on 127.0.0.1 (the task's range: 23000-23999). */
 export async function freePortIn(lo: number, hi: number): Promise<number> {
@@ -201,6 +215,52 @@ export function ensureDocker(): Promise<TestDocker> {
   return started;
 }
 
+async function startPrivate(): Promise<PrivateRegistry> {
+  const d = await ensureDocker();
+  const root = procs.root!;
+  const port = await freePortIn(23000, 23099);
+  const dir = path.join(root, 'private');
+  fs.mkdirSync(path.join(dir, 'data'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'htpasswd'), `${PRIVATE_HTPASSWD}\n`);
+  const conf = path.join(dir, 'registry.yml');
+  fs.writeFileSync(
+    conf,
+    [
+      'version: 0.1',
+      'log: { level: warn }',
+      `storage: { filesystem: { rootdirectory: ${dir}/data } }`,
+      `http: { addr: 127.0.0.1:${port} }`,
+      `auth: { htpasswd: { realm: corenode-test, path: ${dir}/htpasswd } }`,
+      '',
+    ].join('\n'),
+  );
+  const log = fs.openSync(path.join(dir, 'registry.log'), 'a');
+  procs.privateRegistry = spawn('docker-registry', ['serve', conf], { stdio: ['ignore', log, log] });
+  const registry = `127.0.0.1:${port}`;
+  await waitFor('private docker-registry', async () => ((await fetch(`http://${registry}/v2/`)).status === 401 ? true : undefined), 30_000, path.join(dir, 'registry.log'));
+  // The CLI's credentials go to a config folder of this run, never to the user's ~/.docker.
+  const env = { ...process.env, DOCKER_HOST: `unix://${d.socketPath}`, DOCKER_CONFIG: path.join(dir, 'cli') };
+  const image = `${registry}/private/busybox:1`;
+  await new Promise<void>((resolve, reject) => {
+    const p = spawn('docker', ['login', '-u', PRIVATE_USER, '--password-stdin', registry], { env, stdio: ['pipe', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr!.on('data', (x) => (err += x));
+    p.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`docker login: ${err}`))));
+    p.stdin!.end(PRIVATE_PASSWORD);
+  });
+  await d.cli(['pull', d.images.busybox]);
+  await d.cli(['tag', d.images.busybox, image]);
+  await run('docker', ['push', image], { env });
+  await d.cli(['rmi', image]);
+  return { registry, image, repoauth: `${PRIVATE_USER}:${PRIVATE_PASSWORD}` };
+}
+
+/** The private registry, started on first use (after the shared Docker). */
+export function ensurePrivateRegistry(): Promise<PrivateRegistry> {
+  privateStarted ??= startPrivate();
+  return privateStarted;
+}
+
 /** Loop mounts left under a folder (a failed test's app volumes), deepest first. */
 export function mountsUnder(prefix: string): string[] {
   const lines = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n');
@@ -221,10 +281,12 @@ function exited(p: ChildProcess | undefined): Promise<void> {
 
 /** Stop the registry and dockerd this run started, remove their folder. */
 export async function stopDocker(): Promise<void> {
-  const { dockerd, registry, root } = procs;
+  const { dockerd, registry, privateRegistry, root } = procs;
   procs = {};
   started = null;
+  privateStarted = null;
   if (registry && registry.exitCode === null) registry.kill('SIGTERM');
+  if (privateRegistry && privateRegistry.exitCode === null) privateRegistry.kill('SIGTERM');
   if (dockerd && dockerd.exitCode === null) {
     // dockerd stops its containers (10 s grace each, in parallel) and its containerd on SIGTERM.
     dockerd.kill('SIGTERM');
@@ -233,6 +295,7 @@ export async function stopDocker(): Promise<void> {
     clearTimeout(t);
   }
   await exited(registry);
+  await exited(privateRegistry);
   if (root) {
     await unmountUnder(root);
     fs.rmSync(root, { recursive: true, force: true });
@@ -247,5 +310,6 @@ export async function mochaGlobalTeardown(): Promise<void> {
 // mocha killed or crashed before its teardown: do not leave daemons behind.
 process.once('exit', () => {
   procs.registry?.kill('SIGKILL');
+  procs.privateRegistry?.kill('SIGKILL');
   procs.dockerd?.kill('SIGTERM');
 });
