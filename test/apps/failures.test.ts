@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, ensurePrivateRegistry, mountsUnder, type TestDocker } from '../support/docker.ts';
+import { ensureDocker, ensurePrivateRegistry, mountsUnder, unmountUnder, type TestDocker } from '../support/docker.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, signedMessage, startAppsNode, tmp, until, v3Spec, v8Spec, writePolicy, type AppsNode } from './support.ts';
 
 describe('apps: failures, the policy gate, test installs', function () {
@@ -23,6 +23,8 @@ describe('apps: failures, the policy gate, test installs', function () {
   });
   after(async () => {
     await node?.close();
+    await unmountUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   const hasImage = async (image: string) => (await docker.cli(['images', '-q', image])).trim() !== '';

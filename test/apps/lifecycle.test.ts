@@ -5,7 +5,8 @@
  * recreated; a killed container is restarted by the reconciler).
  */
 import assert from 'node:assert/strict';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
+import fs from 'node:fs';
+import { ensureDocker, unmountUnder, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, pay, probe, signedMessage, startAppsNode, tmp, until, v8Spec, type AppsNode } from './support.ts';
 
@@ -45,6 +46,8 @@ describe('apps: lifecycle verbs, levels and a node restart', function () {
       await node.close();
     }
     await ltc?.stop();
+    await unmountUnder(dataDir);
+    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   const refused = async (path: string) => {
