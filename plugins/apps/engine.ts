@@ -175,15 +175,18 @@ export class Engine {
       .catch((e) => ignore404(e));
   }
 
-  /** Remove an image unless another managed container still uses it. */
+  /** Remove an image unless a managed container still uses it; one Docker keeps for others (409) stays. */
   async removeImageIfUnused(repotag: string): Promise<boolean> {
     const users = (await this.listManaged()).filter((c) => c.Image === repotag);
     if (users.length) return false;
-    await this.docker
-      .getImage(repotag)
-      .remove()
-      .catch((e) => ignore404(e));
-    return true;
+    try {
+      await this.docker.getImage(repotag).remove();
+      return true;
+    } catch (e: any) {
+      if (e?.statusCode === 409) return false;
+      ignore404(e);
+      return false;
+    }
   }
 }
 

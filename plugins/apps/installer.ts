@@ -1,7 +1,8 @@
 /**
  * Installing, removing and redeploying apps on this node, one at a time. An install runs named steps
- * (check, network, pull, volume, create, start) and records an undo for everything it makes; a failure
- * runs the undos in reverse, so nothing is left behind, and says which step failed.
+ * (check; then network, pull and volume at once; create; start in compose order) and records an undo for
+ * everything it makes; a failure runs the undos in reverse, so nothing is left behind, and says which
+ * step failed.
  */
 import { ApiError, type Datastore } from '../../core/plugin-api.ts';
 import { Engine, describeDockerError, ignore404, type Progress } from './engine.ts';
@@ -84,30 +85,55 @@ export class Installer {
       component = undefined;
       progress({ step, status: `Checks of ${app} passed` });
 
-      step = 'network';
-      const net = await this.engine.ensureNetwork(app);
-      if (net.created) undo.push({ what: `network ${net.name}`, fn: () => this.engine.removeNetwork(app) });
-      progress({ step, status: `Network ${net.name} ${net.created ? 'created' : 'present'}` });
-
-      for (const c of spec.components) {
-        component = c.name;
-        step = 'pull';
-        const had = await this.engine.hasImage(c.repotag);
-        progress({ step, component: c.name, status: `Pulling image ${c.repotag}` });
-        if (!had) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
-        await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step, component: c.name, ...o }));
-
-        step = 'volume';
-        const name = containerName(app, c.name, spec.version);
-        undo.push({ what: `volume of ${name}`, fn: () => this.engine.volumes.remove(name) });
-        await this.engine.volumes.create(name, c.hdd);
-        progress({ step, component: c.name, status: `Volume of ${c.hdd} GB mounted at ${this.engine.volumes.mountpoint(name)}` });
-
-        step = 'create';
-        undo.push({ what: `container ${name}`, fn: () => this.engine.removeContainer(name) });
-        await this.engine.createContainer(app, spec, spec.components.indexOf(c), hash);
-        progress({ step, component: c.name, status: `Container ${name} created` });
-      }
+      // Network, pulls and volumes do not depend on each other: made at once (the install bench measured
+      // them one after the other at about 1.5x the time of docker create + start), then the containers.
+      const failed: { step: string; component?: string; error: unknown }[] = [];
+      const task = (st: string, comp: string | undefined, fn: () => Promise<void>) =>
+        fn().catch((error) => {
+          failed.push({ step: st, component: comp, error });
+        });
+      const settle = () => {
+        if (!failed.length) return;
+        ({ step, component } = failed[0]);
+        throw failed[0].error;
+      };
+      step = 'prepare';
+      await Promise.all([
+        task('network', undefined, async () => {
+          const net = await this.engine.ensureNetwork(app);
+          if (net.created) undo.push({ what: `network ${net.name}`, fn: () => this.engine.removeNetwork(app) });
+          progress({ step: 'network', status: `Network ${net.name} ${net.created ? 'created' : 'present'}` });
+        }),
+        ...spec.components.map((c) =>
+          task('pull', c.name, async () => {
+            const had = await this.engine.hasImage(c.repotag);
+            progress({ step: 'pull', component: c.name, status: `Pulling image ${c.repotag}` });
+            if (!had) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
+            await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
+          }),
+        ),
+        ...spec.components.map((c) =>
+          task('volume', c.name, async () => {
+            const name = containerName(app, c.name, spec.version);
+            undo.push({ what: `volume of ${name}`, fn: () => this.engine.volumes.remove(name) });
+            await this.engine.volumes.create(name, c.hdd);
+            progress({ step: 'volume', component: c.name, status: `Volume of ${c.hdd} GB mounted at ${this.engine.volumes.mountpoint(name)}` });
+          }),
+        ),
+      ]);
+      settle();
+      step = 'create';
+      await Promise.all(
+        spec.components.map((c, i) =>
+          task('create', c.name, async () => {
+            const name = containerName(app, c.name, spec.version);
+            undo.push({ what: `container ${name}`, fn: () => this.engine.removeContainer(name) });
+            await this.engine.createContainer(app, spec, i, hash);
+            progress({ step: 'create', component: c.name, status: `Container ${name} created` });
+          }),
+        ),
+      );
+      settle();
       step = 'start';
       for (const c of spec.components) {
         component = c.name;

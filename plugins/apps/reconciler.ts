@@ -35,13 +35,19 @@ export class Reconciler {
   /** Mount the volumes of installed apps and count the containers found (the first look after a start). */
   async adopt(): Promise<number> {
     const found = new Set((await this.engine.listManaged()).map((c) => c.Names[0].slice(1)));
+    const known = new Set<string>();
     let adopted = 0;
     for (const rec of await this.installer.store.find({})) {
       for (const c of rec.components) {
+        known.add(c.container);
         if (this.engine.volumes.exists(c.container)) await this.engine.volumes.mount(c.container).catch((e) => this.log.warn({ err: e.message, container: c.container }, 'apps: mounting a volume failed'));
         if (found.has(c.container)) adopted++;
       }
     }
+    // Labelled but not installed: an install the node did not finish (it stopped mid-way). Left alone, never
+    // removed unasked; `appremove` clears them.
+    const orphans = [...found].filter((n) => !known.has(n));
+    if (orphans.length) this.log.warn({ containers: orphans }, 'apps: containers with the node\'s labels but no installed app (an interrupted install?); appremove removes them');
     this.stats.adopted = adopted;
     return adopted;
   }

@@ -166,6 +166,8 @@ describe('apps: failures, the policy gate, test installs', function () {
     assert.equal(data(await node.post('/apps/verifyappregistrationspecifications', ent)).name, 'enterprise');
     const price = data(await node.post('/apps/calculatefiatandcoreprice', v3Spec(owner, 'priced', img, 31000)));
     assert.match(price.usd.toFixed(2), /\.(49|99)$/);
+    // Synced (g:) apps pay the full price.
+    assert.deepEqual(data(await node.post('/apps/calculatefiatandcoreprice', v3Spec(owner, 'priced', img, 31000, { containerData: 'g:/data' }))), price);
   });
 
   it('a policy from an http source is taken', async () => {
