@@ -46,6 +46,17 @@ describe('identity: session bounds', () => {
   });
 });
 
+describe('identity: configuration of earlier versions', () => {
+  it('a config file with the retired keys maxCachedSessions and maxSocketsPerPhrase still starts', async () => {
+    const node = await startIdentityNode({ config: { identity: { maxCachedSessions: 100, maxSocketsPerPhrase: 8, maxActivePhrases: 500 } } });
+    try {
+      assert.equal((await node.get('/id/loginphrase')).json.status, 'success');
+    } finally {
+      await node.close();
+    }
+  });
+});
+
 describe('identity: GET /id/loggedusers is paged', () => {
   it('answers 100 sessions by default, oldest first; offset and limit (at most 1000) page through the rest', async () => {
     const node = await startIdentityNode({ config: { initial: { legacyid: admin.legacyid }, identity: { phrasesPerAddress: 200 } } });
