@@ -17,7 +17,7 @@ import NeDB from 'nedb-promises';
 import { removeIn } from '../../plugins/identity/purge.ts';
 import { newPhrase } from '../../plugins/identity/phrases.ts';
 import { REPO_ROOT, resolveConfig } from '../../core/config.ts';
-import { createNodeHost } from '../../core/node-host.ts';
+import { Host } from '../../core/host.ts';
 
 const N = Number(process.env.BENCH_RECORDS ?? 60_000);
 
@@ -79,7 +79,7 @@ try {
     fs.writeFileSync(path.join(dataDir, 'identity', 'sessions.db'), rows.join('\n') + (rows.length ? '\n' : ''));
     const config = resolveConfig({ dataDir, manifestsDir: manifests, log: { level: 'silent' }, watch: false }, 'bench');
     const t0 = performance.now();
-    const host = createNodeHost({ config });
+    const host = new Host({ config });
     await host.start();
     const ms = performance.now() - t0;
     await host.close();
