@@ -96,6 +96,7 @@ export class Engine {
     };
     for (const [k, v] of Object.entries(p.env)) env[k] = v.startsWith('./') ? path.join(appDir, v) : v;
     if (p.projectType === 'dotnet') env.ASPNETCORE_URLS = `http://0.0.0.0:${this.cfg.appPort}`;
+    if (p.binDirs?.length) env.PATH = [...p.binDirs.map((d) => path.join(appDir, d)), childEnv().PATH].join(path.delimiter);
     return env;
   }
 
