@@ -206,7 +206,7 @@ export class Engine {
         await this.git.checkout(commit!, dir, gitRun);
         // The checkout's git metadata stays the service's; the files go to the build user.
         fs.rmSync(path.join(dir, '.git'), { recursive: true, force: true });
-        giveTo(dir, this.who);
+        await giveTo(dir, this.who);
         blog.line(`checked out ${commit} into ${dir}`);
       });
 

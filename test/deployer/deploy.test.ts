@@ -222,7 +222,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     await waitFor(async () => (await appSays(d.appPort))?.commit === b, 'the new release');
     const seen = await watch.stop();
     const firstB = seen.indexOf(b);
-    assert.ok(seen.slice(0, firstB).filter((c) => c === a).length > 10, 'the old release answered during the build');
+    assert.ok(seen.slice(0, firstB).filter((c) => c === a).length >= 3, 'the old release answered during the build');
     assert.ok(seen.slice(firstB).every((c) => c === b), 'never back to the old release');
     const log = (await d.get('/logs/2?format=json')).json.content as string;
     const order = [...log.matchAll(/stage (\w+) started/g)].map((m) => m[1]);
