@@ -33,6 +33,7 @@ export interface AppsConfig {
 
 interface IdentityService {
   verifySignature(message: string, legacyid: string, signature: string): boolean;
+  appOwners?: { get(appname: string): Promise<string | null> };
 }
 
 export default definePlugin<AppsConfig>({
@@ -121,8 +122,11 @@ export default definePlugin<AppsConfig>({
     await installed.ensureIndex({ fieldName: 'name', unique: true });
     const installer = new Installer(engine, installed, policy, () => ctx.clock.now());
 
-    // The owner of an app for the appowner levels: the registry's, else the owner of what is installed here.
-    const dropOwners = ctx.auth.useAppOwnerLookup(async (app) => (await registry.owner(app)) ?? (await installer.installed(app))?.owner ?? null);
+    // The owner of an app for the appowner levels: the registry's, else the owner of what is installed here,
+    // else identity's own owner records (kept for what was recorded there before this plugin ran).
+    const dropOwners = ctx.auth.useAppOwnerLookup(
+      async (app) => (await registry.owner(app)) ?? (await installer.installed(app))?.owner ?? (await identity.appOwners?.get(app)) ?? null,
+    );
 
     const payments = new PaymentWatcher({
       store: ctx.store('payments') as Datastore<Payment>,
