@@ -378,6 +378,15 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     await engine.createContainer(app, spec, i, hash);
     await engine.container(container).start();
     progress({ step: 'start', component: c.name, status: `Container ${container} started` });
+    // A redeploy by the owner may pull a newer image under the same tag: that image is the installed one
+    // from now on (the tampering checks compare against it).
+    const info = await engine.container(container).inspect();
+    const rec = await installer.installed(app);
+    const comp = rec?.components.find((x) => x.container === container);
+    if (rec && comp) {
+      comp.imageId = info.Image;
+      await installer.store.update({ name: app }, { $set: { components: rec.components } });
+    }
   }
 }
 
