@@ -67,8 +67,9 @@ describe('apps: tampering events, resource checks and events', function () {
       config: { node: { eventStream: true } },
     });
     const hog = v8Spec(w.owner.legacyid, HOG, [
-      // Holds 300 MB in a shell variable under a 100 MB limit (no swap here): the kernel kills it for memory.
-      component('mem', docker.images.busybox, await freeAppPort2(), 7000, { commands: ['/bin/sh', '-c', 'echo started; sleep 1; x=$(head -c 300000000 /dev/zero | tr "\\0" a); echo never'], cpu: 0.1, ram: 100 }),
+      // dd as the container's main process fills a 300 MB buffer under a 100 MB limit (no swap on this machine):
+      // the kernel kills it for memory at once (a shell variable of 300 MB took 20 s to build).
+      component('mem', docker.images.busybox, await freeAppPort2(), 7000, { commands: ['/bin/sh', '-c', 'echo started; sleep 1; exec dd if=/dev/zero of=/dev/null bs=300M count=1'], cpu: 0.1, ram: 100 }),
     ]);
     const tamper = v8Spec(w.owner.legacyid, TAMPER, [component('t1', tamperTag, await freeAppPort2(), 7000, { commands: ['/bin/sh', '-c', 'sleep 100000'], cpu: 0.1, ram: 100 })]);
     await registerPaid(node, ltc, registryAddress, w.owner, [hog, tamper]);
