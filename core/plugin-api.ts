@@ -55,6 +55,11 @@ export interface HandlerInput<B = any> {
   params: Record<string, any>;
   /** Query parameters (one string per key unless the schema says otherwise), coerced by the `query` schema. */
   query: Record<string, any>;
+  /**
+   * The route's whole input as its manifest `input` declares it: path, body and query merged in the
+   * route's `inputFrom` order, converted and validated by the host (undeclared keys dropped); else empty.
+   */
+  values: Record<string, any>;
   /** Parsed body (raw-json, json, text, multipart fields) validated by the body schema; undefined for none. */
   body: B;
   /** The exact bytes received, for routes whose parser is raw-json or raw (signatures are over these). */
@@ -125,6 +130,12 @@ export interface PluginDefinition<C = any> {
   version: string;
   /** JSON Schema of this plugin's config section; defaults declared here are filled in. */
   configSchema?: Record<string, unknown>;
+  /**
+   * JSON Schema of the `x` block of this plugin's manifest routes (handed to handlers as `route.meta`).
+   * The host checks every route against it when manifests load, and `corectl manifests validate` too;
+   * without it, a route's `x` block must be absent or empty.
+   */
+  routeData?: Record<string, unknown>;
   /** Service names this plugin uses from other plugins (set up first). */
   requires?: string[];
   setup(ctx: PluginContext<C>): PluginInstance | Promise<PluginInstance>;

@@ -48,6 +48,8 @@ export interface RpcClient {
 /** A client its creator owns: it can drop the kept-alive sockets (a disposed plugin, a changed endpoint). */
 export interface RpcConnection extends RpcClient {
   close(): void;
+  /** Drop the kept-alive sockets no call uses now (a stopping daemon waits for them to close). */
+  closeIdle(): void;
 }
 
 export function createRpcClient(options: RpcClientOptions): RpcConnection {
@@ -166,5 +168,8 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
       });
     },
     close: () => agent.destroy(),
+    closeIdle() {
+      for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy();
+    },
   };
 }
