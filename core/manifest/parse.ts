@@ -90,7 +90,8 @@ export function locateInManifest(m: Manifest, keyPath: (string | number)[], err:
   return new YamlSource(m.text, m.file).locate(err, undefined, keyPath, prefix);
 }
 
-const keywords = createAjv({ strict: true });
+// Every keyword this ajv knows, annotations (`default`, `title`) and the host's own included.
+const keywords = (createAjv({ strict: true }) as unknown as { RULES: { keywords: Record<string, boolean> } }).RULES.keywords;
 /** Keywords whose value is an object of schemas, a schema, or a list of schemas. */
 const SCHEMA_MAPS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependentSchemas'];
 const SCHEMA_ONE = ['additionalProperties', 'additionalItems', 'contains', 'propertyNames', 'not', 'if', 'then', 'else', 'unevaluatedProperties', 'unevaluatedItems', 'items'];
@@ -122,7 +123,7 @@ function unknownSchemaKeyword(raw: any): { path: (string | number)[]; keyword: s
 function walkSchema(schema: any, at: (string | number)[]): { path: (string | number)[]; keyword: string } | undefined {
   if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return undefined;
   for (const [k, v] of Object.entries(schema)) {
-    if (!keywords.getKeyword(k)) return { path: [...at, k], keyword: k };
+    if (!Object.hasOwn(keywords, k)) return { path: [...at, k], keyword: k };
     let found: { path: (string | number)[]; keyword: string } | undefined;
     if (SCHEMA_MAPS.includes(k) && v && typeof v === 'object')
       for (const [name, sub] of Object.entries(v)) found ??= walkSchema(sub, [...at, k, name]);

@@ -7,8 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { loadManifestFile } from '../../core/manifest/parse.ts';
-import { rpcRoute } from '../../plugins/daemon/params.ts';
-import { DAEMON_METHODS } from '../../plugins/daemon/methods.ts';
+import { inputKeys, rpcName, type RpcRoute } from '../../plugins/daemon/rpc-route.ts';
+import { DAEMON_METHODS } from '../../lib/daemon-rpc/methods.ts';
+import daemonPlugin from '../../plugins/daemon/index.ts';
+import { checkRouteData } from '../../core/manifest/route-data.ts';
 
 const manifest = loadManifestFile(path.join(REPO_ROOT, 'manifests/daemon.yaml'));
 // Copies of the contract's daemon and benchmark rows (routes-8.17.tsv) and sections (node-api.md).
@@ -35,11 +37,15 @@ const nameOf = (p: string) => p.split('/')[2];
 const live = manifest.routes.filter((r) => !r.removed);
 
 describe('daemon manifest', () => {
-  it('has a well-formed x block on every route (types, limits, patterns)', () => {
+  it('has a well-formed x block on every route, and a bounded input schema (types, limits, patterns)', () => {
+    assert.deepEqual(checkRouteData(manifest, daemonPlugin), []);
     for (const r of live) {
-      const rpc = rpcRoute(r.meta, r.id);
-      assert.match(rpc.rpc, /^[a-z0-9_]+$/, r.id);
-      for (const p of rpc.params) if (!p.fields) assert.ok(p.maxLength > 0 && p.maxLength <= 9_000_000, `${r.id} ${p.name}`);
+      assert.match(rpcName(r.meta as RpcRoute, r.id), /^[a-z0-9_]+$/, r.id);
+      for (const [name, p] of Object.entries<any>((r.input?.schema as any)?.properties ?? {})) {
+        // Every string (or list item) the daemon receives has a length bound.
+        const s = p.type === 'array' && p.items ? p.items : p;
+        if (s.type === 'string' && !s.enum) assert.ok(s.maxLength > 0 && s.maxLength <= 9_000_000, `${r.id} ${name}`);
+      }
       if (r.method === 'POST') {
         assert.equal(r.body.parser, 'raw-json', r.id);
         assert.ok(r.body.limit <= 9 * 1024 * 1024, r.id);
@@ -47,12 +53,12 @@ describe('daemon manifest', () => {
     }
   });
 
-  it('routes every path parameter to an RPC parameter of the same name', () => {
+  it('routes every path parameter to an RPC parameter of the same name, each declared in the route input', () => {
     for (const r of live) {
-      const names = new Set<string>();
-      const walk = (ps: ReturnType<typeof rpcRoute>['params']) => ps.forEach((p) => (p.fields ? walk(p.fields) : [p.name, ...(p.from ?? [])].forEach((n) => names.add(n))));
-      walk(rpcRoute(r.meta, r.id).params);
+      const names = new Set(inputKeys(r.meta as RpcRoute));
+      const declared = Object.keys((r.input?.schema as any)?.properties ?? {});
       for (const seg of r.path.matchAll(/:([A-Za-z]+)\?/g)) assert.ok(names.has(seg[1]), `${r.id}: path parameter ${seg[1]} is not declared`);
+      for (const n of names) assert.ok(declared.includes(n), `${r.id}: ${n} is not in the route's input schema`);
     }
   });
 
@@ -73,7 +79,7 @@ describe('daemon manifest', () => {
       assert.equal(route.removed, LEFT_OUT.has(name) || name.startsWith('z') ? '8.19.0' : false, `${ref.method} ${ref.path}`);
       if (route.removed) assert.equal(route.handler, undefined, route.id);
     }
-    for (const r of live) assert.ok(!/^z|wallet|privkey/.test(rpcRoute(r.meta, r.id).rpc), r.id);
+    for (const r of live) assert.ok(!/^z|wallet|privkey/.test(rpcName(r.meta as RpcRoute, r.id)), r.id);
   });
 
   it('serves every daemon path the spec lists', () => {
