@@ -106,16 +106,46 @@ export function compileInput(spec: InputSpec, compile: (schema: object) => Valid
         if (merged[k] === undefined && v !== undefined && v !== null && v !== '') merged[k] = v;
       }
     }
-    for (const [name, c] of convert) if (merged[name] !== undefined) merged[name] = c(merged[name]);
-    if (!validate(merged)) throw invalidInput(describeInputError(validate.errors![0], props));
+    try {
+      for (const [name, c] of convert) if (merged[name] !== undefined) merged[name] = c(merged[name]);
+    } catch (e) {
+      if (!(e instanceof InputProblem)) throw e;
+      throw invalidInput(`Invalid ${sourceOf(e.key)} input: ${e.message}`);
+    }
+    if (!validate(merged)) {
+      const err = validate.errors![0];
+      const key = err.keyword === 'required' ? undefined : err.instancePath.split('/')[1];
+      const where = key ? sourceOf(key) : '';
+      throw invalidInput(`Invalid ${where ? `${where} ` : ''}input: ${describeInputError(err, props)}`);
+    }
     return merged;
+
+    /** Which source gave a key (for the message: `Invalid query input: ...`), found only when refusing. */
+    function sourceOf(key: string): InputSource | '' {
+      for (const from of spec.from) {
+        const src = (from === 'path' ? path : from === 'query' ? query : body) as Record<string, unknown> | undefined;
+        const v = src?.[key];
+        if (v !== undefined && v !== null && v !== '') return from;
+      }
+      return '';
+    }
   };
+}
+
+/** A value a host conversion refused: `<key> <reason>`. */
+class InputProblem extends Error {
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 function converter(name: string, s: any): Convert | undefined {
   if (!s || typeof s !== 'object') return undefined;
   const fail = (text: string) => () => {
-    throw invalidInput(`${name} ${s.errorMessage ?? text}`);
+    throw new InputProblem(name, `${name} ${s.errorMessage ?? text}`);
   };
   const json = (v: unknown) => {
     if (typeof v !== 'string') return v;

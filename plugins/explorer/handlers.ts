@@ -45,10 +45,10 @@ export function explorerHandlers({ rpc, store, scanner, startHeight }: HandlerDe
   const check = new AddressCheck(rpc);
   let busy: Promise<unknown> | null = null;
 
-  async function addressOf({ params, query }: HandlerInput): Promise<string> {
-    const raw = params.address ?? query.address;
-    if (raw === undefined || raw === '') throw bad('No address provided');
-    const address = String(raw);
+  /** `address` as the manifest declares it (path segment, else query), merged and checked by the host. */
+  async function addressOf({ values }: HandlerInput): Promise<string> {
+    const address: string | undefined = values.address;
+    if (address === undefined) throw bad('No address provided');
     if (!looksLikeAddress(address)) throw bad(`Invalid address: ${address.slice(0, 128)} is not a base58check or bech32 address`);
     if (!(await check.valid(address).catch(fromDaemon))) throw bad(`Invalid address: ${address} does not belong to the daemon's network`);
     return address;
@@ -117,11 +117,10 @@ export function explorerHandlers({ rpc, store, scanner, startHeight }: HandlerDe
         scanner.start();
         return 'Explorer database reindex initiated';
       }),
-    rescan: async ({ params, query }: HandlerInput) => {
-      const raw = params.blockheight ?? query.blockheight;
-      if (raw === undefined || raw === '') throw bad('No blockheight provided');
-      if (!/^-?\d{1,15}$/.test(String(raw))) throw bad(`Block height must be an integer, got '${String(raw).slice(0, 32)}'`);
-      const height = Number(raw);
+    rescan: async ({ values }: HandlerInput) => {
+      // An integer (path segment, else query) as the manifest declares it, converted and checked by the host.
+      const height: number | undefined = values.blockheight;
+      if (height === undefined) throw bad('No blockheight provided');
       if (height < 0) throw bad('BlockHeight lower than 0');
       const scanned = scannedHeight();
       if (scanned === null) throw new ApiError(404, 'NotFound', 'No scanned height found');

@@ -3,8 +3,11 @@
  * reference's, every reference daemon route is either served or a wallet/shielded call left out on purpose.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { startNode } from '../support/node.ts';
 import { REPO_ROOT } from '../../core/config.ts';
 import { loadManifestFile } from '../../core/manifest/parse.ts';
 import { inputKeys, rpcName, type RpcRoute } from '../../plugins/daemon/rpc-route.ts';
@@ -97,3 +100,54 @@ describe('daemon manifest', () => {
     assert.equal(DAEMON_METHODS.corenodecurrentwinner, 'legacynodecurrentwinner');
   });
 });
+
+describe('daemon manifest: corectl manifests validate checks the x blocks', function () {
+  this.timeout(60_000);
+
+  it('a misspelled key in a route x block fails validation with file:line:column', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'daemonlib-validate-'));
+    try {
+      const config = path.join(dir, 'node.yaml');
+      fs.writeFileSync(config, `dataDir: ${dir}/data\nmanifestsDir: ${dir}/manifests\npluginsDir: ${path.join(REPO_ROOT, 'plugins')}\n`);
+      fs.mkdirSync(path.join(dir, 'manifests'));
+      const text = fs.readFileSync(path.join(REPO_ROOT, 'manifests/daemon.yaml'), 'utf8');
+      const good = path.join(dir, 'manifests/daemon.yaml');
+      fs.writeFileSync(good, text);
+      const ok = await corectl(['manifests', 'validate', good], config);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(ok.stdout, /^ok: 1 manifest\(s\), \d+ route\(s\)/);
+
+      // `parms` for `params` on getblockhash: the route would answer 500 at request time; now it never loads.
+      const lines = text.split('\n');
+      const at = lines.findIndex((l) => l.includes('x: { params: [index] }'));
+      assert.ok(at > 0);
+      lines[at] = lines[at].replace('params', 'parms');
+      const bad = path.join(dir, 'manifests/daemon.yaml');
+      fs.writeFileSync(bad, lines.join('\n'));
+      const res = await corectl(['manifests', 'validate', bad], config);
+      assert.equal(res.code, 1, res.stdout);
+      const col = lines[at].indexOf('parms') + 1;
+      assert.ok(res.stderr.includes(`${bad}:${at + 1}:${col}: x.parms: is not a known key`), res.stderr);
+
+      // The host refuses the same file when it loads it.
+      const node = await startNode({ manifestsDir: path.join(dir, 'manifests'), config: { pluginsDir: path.join(REPO_ROOT, 'plugins') } }).then(
+        (n) => n.close().then(() => null),
+        (e: Error) => e,
+      );
+      assert.ok(node && node.message.includes(`:${at + 1}:${col}: x.parms: is not a known key`), String(node));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+function corectl(args: string[], config: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/corectl.ts'), ...args],
+      { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: config }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
