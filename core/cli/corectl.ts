@@ -157,10 +157,10 @@ function routes(config: NodeConfig, paths: string[], json: boolean): number {
     .flatMap((r) => [r.path, ...r.aliases].map((p, i) => ({ r, p, alias: i > 0 })))
     .sort((a, b) => a.p.localeCompare(b.p) || a.r.method.localeCompare(b.r.method));
   if (json) {
-    out(JSON.stringify(rows.map(({ r, p, alias }) => ({ id: r.id, method: r.method, path: p, level: r.level, plugin: r.plugin, handler: r.handler ?? null, service: r.service, alias })), null, 2));
+    out(JSON.stringify(rows.map(({ r, p, alias }) => ({ id: r.id, method: r.method, path: p, level: r.level, plugin: r.plugin, handler: r.handler ?? null, listener: r.listener, alias })), null, 2));
   } else {
     const flags = (r: (typeof rows)[number]['r'], alias: boolean) =>
-      [alias && 'alias', r.removed && 'removed', r.httpsOnly && 'https', r.gate && `gate:${r.gate}`, r.operation && 'operation', r.deprecated && 'deprecated', r.service !== 'node' && r.service]
+      [alias && 'alias', r.removed && 'removed', r.httpsOnly && 'https', r.gate && `gate:${r.gate}`, r.operation && 'operation', r.deprecated && 'deprecated', r.listener !== 'api' && `listener:${r.listener}`]
         .filter(Boolean)
         .join(',');
     table([['METHOD', 'PATH', 'LEVEL', 'PLUGIN', 'HANDLER', 'FLAGS'], ...rows.map(({ r, p, alias }) => [r.method, p, r.level, r.plugin, r.handler ?? '-', flags(r, alias)])]);

@@ -4,18 +4,19 @@
  * The client is the bitcoin-family daemons' one (lib/daemon-rpc); each route's input is declared in its
  * manifest and validated by the host, and its `x` block names the call and the order of its parameters.
  */
-import { VERSION, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
+import { VERSION, coreServices, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
 import { createDaemonClient } from '../../lib/daemon-rpc/client.ts';
 import { toApiError } from '../../lib/daemon-rpc/errors.ts';
 import { BENCHMARK_METHODS, methodTable } from '../../lib/daemon-rpc/methods.ts';
-import { BENCHMARK_PROFILE, configSchema, type BenchmarkSettings } from './settings.ts';
+import { BENCHMARK_PROFILE, configSchema } from './settings.ts';
 
 const NAME = { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' };
 
-export default definePlugin<BenchmarkSettings>({
+export default definePlugin({
   id: 'benchmark',
   version: VERSION,
   configSchema,
+  deps: { health: coreServices.health },
   /** `x: { rpc, params }`: the spec's name of the call (the route name when absent), its input keys in order. */
   routeData: {
     type: 'object',

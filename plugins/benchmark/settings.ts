@@ -4,16 +4,17 @@
  * 16224 (26224 on testnet; it has no regtest port of its own) and the reference's fixed credentials, only
  * as the last fallback after explicit keys, its cookie and its config file.
  */
+import { configSchema as defineConfig } from '../../core/plugin-api.ts';
 import { rpcConfigProperties, type RpcSettings } from '../../lib/daemon-rpc/config.ts';
 import type { DaemonProfile } from '../../lib/daemon-rpc/endpoint.ts';
 
 export type BenchmarkSettings = RpcSettings;
 
-export const configSchema = {
+export const configSchema = defineConfig<BenchmarkSettings>({
   type: 'object',
   additionalProperties: false,
   properties: rpcConfigProperties({ timeoutMs: 10_000, concurrency: 4, maxQueued: 100, networks: ['main', 'test'] }),
-} as const;
+});
 
 export const BENCHMARK_PROFILE: DaemonProfile = {
   what: 'benchmark',

@@ -4,26 +4,28 @@
  * one generic `relay` handler driven by the route's `x` block; a few differ where the behaviour does.
  */
 import path from 'node:path';
-import { VERSION, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
+import { VERSION, coreServices, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
+import { daemonService } from './api.ts';
 import { toApiError } from '../../lib/daemon-rpc/errors.ts';
 import { DAEMON_METHODS, methodTable } from '../../lib/daemon-rpc/methods.ts';
 import { createControl } from './control.ts';
 import { routeData, rpcName, rpcParams, type RpcRoute } from './rpc-route.ts';
 import { createDaemonService } from './service.ts';
-import { configSchema, type DaemonSettings } from './settings.ts';
+import { configSchema } from './settings.ts';
 import { specialHandlers } from './special.ts';
 
-export default definePlugin<DaemonSettings>({
+export default definePlugin({
   id: 'daemon',
   version: VERSION,
   configSchema,
   routeData,
+  deps: { clock: coreServices.clock, node: coreServices.node, health: coreServices.health },
+  provides: { daemon: daemonService },
   setup(ctx) {
     const settings = ctx.config;
     const service = createDaemonService(settings, ctx.clock);
     const method = methodTable(DAEMON_METHODS, settings.methods);
     const control = createControl(settings, service, path.join(ctx.node.dataDir, 'daemon'));
-    ctx.services.provide('daemon', service);
 
     // Not a login gate (facts §2.1): a dead daemon is reported, never blocks the node.
     const dropCheck = ctx.health.register(
@@ -71,6 +73,7 @@ export default definePlugin<DaemonSettings>({
         restart: controlled(control.restart),
         reindex: controlled(control.reindex),
       },
+      services: { daemon: service },
       dispose: () => {
         dropCheck();
         service.close();

@@ -1,5 +1,5 @@
 /**
- * The `daemon` service other plugins use (`ctx.services.get<RpcClient>('daemon')`): the shared daemon client
+ * The `daemon` service other plugins use (`deps: { daemon: daemonService }`, see api.ts): the shared daemon client
  * (lib/daemon-rpc: reconnects, bounded lanes, one deadline per call) with the short cache of hot public reads.
  */
 import { createDaemonClient, type DaemonCallOptions, type DaemonClient } from '../../lib/daemon-rpc/client.ts';

@@ -2,6 +2,7 @@
  * The `daemon:` config section: the keys every daemon client takes (lib/daemon-rpc/config.ts) and this
  * plugin's own (cache, start and stop commands), and the daemon's reference defaults for its endpoint.
  */
+import { configSchema as defineConfig } from '../../core/plugin-api.ts';
 import { rpcConfigProperties, type RpcSettings } from '../../lib/daemon-rpc/config.ts';
 import { resolveEndpoint, type DaemonProfile, type Endpoint, type EndpointSettings } from '../../lib/daemon-rpc/endpoint.ts';
 
@@ -20,7 +21,7 @@ export interface DaemonSettings extends RpcSettings {
 
 const argv = { type: 'array', items: { type: 'string', minLength: 1, maxLength: 4096 }, minItems: 1, maxItems: 64 };
 
-export const configSchema = {
+export const configSchema = defineConfig<DaemonSettings>({
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -41,7 +42,7 @@ export const configSchema = {
     stopWaitMs: { type: 'integer', minimum: 0, maximum: 600_000, default: 60_000 },
     startWaitMs: { type: 'integer', minimum: 0, maximum: 600_000, default: 60_000 },
   },
-} as const;
+});
 
 /** Reference fallbacks (facts §3.1): the port of a node's daemon and the conf's default credentials. */
 export const DAEMON_PROFILE: DaemonProfile = {
