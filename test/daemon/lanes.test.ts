@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { startNode, type Answer, type TestNode } from '../support/node.ts';
 import { MEMBER, OPERATOR, authAs, isolatedPlugins, ok } from './support.ts';
+import { Lane } from '../../lib/daemon-rpc/lanes.ts';
+import type { RpcError } from '../../lib/daemon-rpc/rpc.ts';
 
 describe('daemon lanes: a public flood does not starve the operator or the explorer (real litecoind)', function () {
   this.timeout(120_000);
@@ -69,5 +71,44 @@ describe('daemon lanes: a public flood does not starve the operator or the explo
     assert.equal(typeof synced.synced, 'boolean');
     // They were answered while the public lane still had queued calls to serve, not after the flood drained.
     for (const { at } of answers) assert.ok(at <= lastPublic, 'a privileged call waited for the public flood to drain');
+  });
+});
+
+describe('a lane (lib/daemon-rpc/lanes.ts)', () => {
+  /** A call that runs until released. */
+  function held() {
+    let release!: () => void;
+    const done = new Promise<void>((r) => (release = r));
+    return { fn: () => done.then(() => 'ok'), release };
+  }
+
+  it('runs `concurrency` calls, queues `maxQueued`, refuses the rest at once, hands slots on in order', async () => {
+    const lane = new Lane('public', { concurrency: 1, maxQueued: 1 }, 'daemon');
+    const signal = new AbortController().signal;
+    const a = held();
+    const b = held();
+    const pa = lane.run(a.fn, signal);
+    const pb = lane.run(b.fn, signal);
+    assert.equal(lane.inFlight, 2);
+    await assert.rejects(lane.run(async () => 'x', signal), (e: RpcError) => e.code === 'EBUSY' && /daemon is busy: 2 calls/.test(e.message));
+    a.release();
+    assert.equal(await pa, 'ok');
+    b.release();
+    assert.equal(await pb, 'ok');
+    assert.equal(lane.inFlight, 0);
+  });
+
+  it('a waiting call leaves the line when its signal aborts, and the line moves on', async () => {
+    const lane = new Lane('priority', { concurrency: 1, maxQueued: 5 }, 'daemon');
+    const a = held();
+    const pa = lane.run(a.fn, new AbortController().signal);
+    const ac = new AbortController();
+    const waiting = lane.run(async () => 'never', ac.signal);
+    ac.abort(new Error('caller went away'));
+    await assert.rejects(waiting, /caller went away/);
+    assert.equal(lane.inFlight, 1);
+    a.release();
+    await pa;
+    assert.equal(await lane.run(async () => 'next', new AbortController().signal), 'next');
   });
 });
