@@ -85,6 +85,7 @@ describe('apps: placement feasibility and locations', function () {
     assert.equal(error(await node.post('/apps/placementfeasibility', spec)).code, 401);
     for (const who of ['owner', 'admin', 'other'] as const) assert.equal(error(await node.get('/apps/placementlocations', node.headers[who])).code, 401, who);
     assert.equal(error(await node.get('/apps/placementlocations')).code, 401);
+    assert.equal(error(await node.get('/apps/placementlocations?appname=nosuchapp', node.headers.owner)).code, 401);
   });
 
   it('placementlocations: the node with its tier, geolocation, fault domain and resources', async () => {
@@ -96,6 +97,6 @@ describe('apps: placement feasibility and locations', function () {
     assert.deepEqual(d.faultDomains, [{ id: 'rack-7', nodes: ['10.1.2.3'] }]);
     assert.deepEqual(d.tiers, { cumulus: ['10.1.2.3'], nimbus: [], stratus: [] });
     assert.deepEqual(d.peers, []);
-    assert.equal((await node.get('/apps/placementlocations?x=1', node.headers.coreTeam)).status, 400);
+    assert.equal(error(await node.get('/apps/placementlocations?x=1', node.headers.coreTeam)).code, 400);
   });
 });
