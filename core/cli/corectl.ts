@@ -10,6 +10,7 @@ import { diffManifests } from '../manifest/diff.ts';
 import { BUILTIN_PLUGINS, checkFiles, manifestFiles } from '../manifest/set.ts';
 import type { Manifest } from '../manifest/parse.ts';
 import { PluginState, readState, writeState } from '../plugins/state.ts';
+import { pluginEntry } from '../paths.ts';
 
 const USAGE = `usage: npm run corectl -- <command>
 
@@ -41,7 +42,7 @@ function currentManifests(config: NodeConfig): Manifest[] {
 
 function knownPlugins(config: NodeConfig, manifests: Manifest[]): string[] {
   const dirs = fs.existsSync(config.pluginsDir)
-    ? fs.readdirSync(config.pluginsDir).filter((d) => fs.existsSync(path.join(config.pluginsDir, d, 'index.ts')))
+    ? fs.readdirSync(config.pluginsDir).filter((d) => fs.existsSync(pluginEntry(config.pluginsDir, d)))
     : [];
   return [...new Set([...BUILTIN_PLUGINS, ...manifests.map((m) => m.plugin), ...dirs])].sort();
 }

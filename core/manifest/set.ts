@@ -9,6 +9,7 @@ import { bindRoute, type ChainServices } from '../http/chain.ts';
 import { loadManifestFile, type Manifest } from './parse.ts';
 import { buildTable } from '../http/table.ts';
 import { isManifestFile } from './watch.ts';
+import { pluginEntry } from '../paths.ts';
 
 /** Plugins built into the host: they have manifests but no folder under plugins/. */
 export const BUILTIN_PLUGINS = ['host'];
@@ -54,8 +55,8 @@ export function checkSet(manifests: Manifest[], pluginsDir: string): string[] {
     const other = seen.get(`${m.service}/${m.plugin}`);
     if (other) errors.push(`${m.source}: plugin ${m.plugin} already has a manifest (${other.file})`);
     seen.set(`${m.service}/${m.plugin}`, m);
-    if (!BUILTIN_PLUGINS.includes(m.plugin) && !fs.existsSync(path.join(pluginsDir, m.plugin, 'index.ts')))
-      errors.push(`${m.source}: no plugin ${m.plugin} (expected ${path.join(pluginsDir, m.plugin, 'index.ts')})`);
+    const entry = pluginEntry(pluginsDir, m.plugin);
+    if (!BUILTIN_PLUGINS.includes(m.plugin) && !fs.existsSync(entry)) errors.push(`${m.source}: no plugin ${m.plugin} (expected ${entry})`);
   }
   for (const service of new Set(manifests.map((m) => m.service))) {
     const mine = manifests.filter((m) => m.service === service);

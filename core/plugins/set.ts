@@ -13,6 +13,7 @@ import type { PluginContext, PluginDefinition, PluginInstance, ServiceRegistry }
 import type { PluginState } from './state.ts';
 import type { NodeConfig } from '../config.ts';
 import { createAjv, describeError } from '../manifest/schema.ts';
+import { pluginEntry } from '../paths.ts';
 
 export interface Retired {
   id: string;
@@ -74,7 +75,7 @@ export class PluginSet {
   async importFor(manifests: Manifest[]): Promise<void> {
     for (const m of manifests) {
       if (this.entries.has(m.plugin)) continue;
-      const file = path.join(this.opts.pluginsDir, m.plugin, 'index.ts');
+      const file = pluginEntry(this.opts.pluginsDir, m.plugin);
       if (!fs.existsSync(file)) throw new Error(`${m.source}: no plugin ${m.plugin} (expected ${file})`);
       let mod: { default?: unknown };
       try {
