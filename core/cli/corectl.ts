@@ -35,16 +35,26 @@ function table(rows: string[][]): void {
   for (const r of rows) out(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
 }
 
+/** The service `npm start` runs; manifests bound to another service (the deployer's) are not the node's. */
+const NODE_SERVICE = 'node';
+
 /** Every manifest of the node's folder that parses (a broken one is listed by `validate`, not here). */
 function currentManifests(config: NodeConfig): Manifest[] {
   return checkFiles(manifestFiles([config.manifestsDir]), config.pluginsDir).manifests;
 }
 
+/**
+ * The node's plugins: built in, named by a node manifest, or a plugin folder with no manifest yet. A plugin
+ * whose manifests all belong to another service (the deployment trigger runs as its own process) is not
+ * one: the node never serves its routes.
+ */
 function knownPlugins(config: NodeConfig, manifests: Manifest[]): string[] {
+  const elsewhere = new Set(manifests.filter((m) => m.service !== NODE_SERVICE).map((m) => m.plugin));
+  const mine = manifests.filter((m) => m.service === NODE_SERVICE).map((m) => m.plugin);
   const dirs = fs.existsSync(config.pluginsDir)
-    ? fs.readdirSync(config.pluginsDir).filter((d) => fs.existsSync(pluginEntry(config.pluginsDir, d)))
+    ? fs.readdirSync(config.pluginsDir).filter((d) => fs.existsSync(pluginEntry(config.pluginsDir, d)) && !elsewhere.has(d))
     : [];
-  return [...new Set([...BUILTIN_PLUGINS, ...manifests.map((m) => m.plugin), ...dirs])].sort();
+  return [...new Set([...BUILTIN_PLUGINS, ...mine, ...dirs])].sort();
 }
 
 function stateFile(config: NodeConfig): string {
@@ -55,7 +65,7 @@ function pluginsList(config: NodeConfig, json: boolean): number {
   const manifests = currentManifests(config);
   const state = new PluginState(stateFile(config), config.plugins);
   const rows = knownPlugins(config, manifests).map((id) => {
-    const m = manifests.find((x) => x.plugin === id);
+    const m = manifests.find((x) => x.plugin === id && x.service === NODE_SERVICE);
     const builtin = BUILTIN_PLUGINS.includes(id);
     return {
       plugin: id,
@@ -72,7 +82,13 @@ function pluginsList(config: NodeConfig, json: boolean): number {
 
 function pluginsSet(config: NodeConfig, id: string | undefined, enabled: boolean): number {
   if (!id) throw new UsageError(`plugins ${enabled ? 'enable' : 'disable'} needs a plugin id`);
-  const known = knownPlugins(config, currentManifests(config));
+  const manifests = currentManifests(config);
+  const known = knownPlugins(config, manifests);
+  const other = manifests.find((m) => m.plugin === id && m.service !== NODE_SERVICE);
+  if (!known.includes(id) && other) {
+    process.stderr.write(`corectl: the ${id} plugin is served by the ${other.service} service, not by the node\n`);
+    return 1;
+  }
   if (!known.includes(id)) {
     process.stderr.write(`corectl: unknown plugin '${id}' (known: ${known.join(', ')})\n`);
     return 1;
