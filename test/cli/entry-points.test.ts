@@ -223,15 +223,13 @@ describe('CLI entry points, run as real commands', function () {
   describe('at the end', () => {
     it('still answers after 65 s, longer than any timer in it, then stops cleanly on SIGTERM', async function () {
       this.timeout(MIN_RUN_MS + 60_000);
-      // Requests keep coming while the timers fire; every one must be answered.
-      let answered = 0;
-      while (Date.now() - startedAt < MIN_RUN_MS) {
+      // Requests keep coming while the timers fire (the tests above overlap most of the 65 s); each is answered.
+      for (;;) {
         const res = await get(`${base}/core/version`);
         assert.equal(res.status, 200, `no answer ${Math.round((Date.now() - startedAt) / 1000)} s after start`);
-        answered++;
+        if (Date.now() - startedAt >= MIN_RUN_MS) break;
         await new Promise((r) => setTimeout(r, 1000));
       }
-      assert.ok(answered > 0);
       assert.ok(!node.exit, `npm start exited early: ${JSON.stringify(node.exit)}\n${node.stderr}`);
       assert.deepEqual(processTree(node.child.pid!).map((p) => p.pid), pids, 'the same npm and node processes as at start');
 
