@@ -16,8 +16,21 @@ export { REPO_ROOT };
 /** The vendor team and support ids (reference §2.7); operators may extend the list with `coreTeam`. */
 export const DEFAULT_CORE_TEAM = ['1hjy4bCYBJr4mny4zCE85J94RXa8W6q37', '16iJqiVbHptCx87q6XQwNpKdgEZnFtKcyP'];
 
+export interface ListenerConfig {
+  port: number;
+  host: string;
+  tls?: { cert: string; key: string };
+  /** How long one request may take to arrive, headers and body (node's requestTimeout). */
+  requestTimeoutMs: number;
+  /** How long the headers may take to arrive. */
+  headersTimeoutMs: number;
+}
+
 export interface NodeConfig {
-  api: { port: number; host: string; tls?: { cert: string; key: string } };
+  /** The listener this process serves: the manifests whose `listener:` is this name. */
+  listener: string;
+  /** Where that listener listens (the node API's port, or the deployment trigger's). */
+  api: ListenerConfig;
   dataDir: string;
   manifestsDir: string;
   pluginsDir: string;
@@ -47,8 +60,22 @@ const schema = {
           required: ['cert', 'key'],
           additionalProperties: false,
         },
+        requestTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 300_000 },
+        headersTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 60_000 },
       },
       additionalProperties: false,
+      default: {},
+    },
+    listener: { type: 'string', pattern: '^[a-z][a-z0-9-]*$', default: 'api' },
+    env: {
+      type: 'object',
+      propertyNames: { pattern: '^[A-Z][A-Z0-9_]*$' },
+      additionalProperties: {
+        oneOf: [
+          { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_.]*$' },
+          { type: 'object', propertyNames: { pattern: '^[A-Za-z][A-Za-z0-9_.]*$' }, additionalProperties: { type: 'string' }, minProperties: 1 },
+        ],
+      },
       default: {},
     },
     dataDir: { type: 'string', minLength: 1, default: './data' },
@@ -104,9 +131,21 @@ export function resolveConfig(raw: Record<string, unknown>, source = '(defaults)
   return out;
 }
 
-/** Read the node configuration the way `npm start` does. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): NodeConfig {
-  let file = env.CORENODE_CONFIG;
+/** Env variables every host binds (a config file's `env:` adds its own). */
+const BUILTIN_ENV: Record<string, string> = { CORENODE_PORT: 'api.port', CORENODE_DATA_DIR: 'dataDir' };
+
+export interface LoadOptions {
+  /** The config file; default CORENODE_CONFIG, else config/node.yaml when present, else none. */
+  file?: string;
+}
+
+/**
+ * Read a host's configuration the way `npm start` does: the built-in defaults, then the file, then the
+ * environment variables bound to config keys (CORENODE_PORT, CORENODE_DATA_DIR, and the file's `env:` map,
+ * whose values are a key path or `{key path: template}` with `{}` standing for the variable's value).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd(), opts: LoadOptions = {}): NodeConfig {
+  let file = opts.file ?? env.CORENODE_CONFIG;
   if (!file && fs.existsSync(path.join(cwd, 'config/node.yaml'))) file = 'config/node.yaml';
   let raw: Record<string, unknown> = {};
   let src: YamlSource | undefined;
@@ -126,16 +165,70 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       throw new ConfigError(`${file}: (root): must be a mapping of keys`);
     raw = value ?? {};
   }
-  if (env.CORENODE_PORT !== undefined) {
-    const port = Number(env.CORENODE_PORT);
-    if (!Number.isInteger(port) || port < 0 || port > 65535)
-      throw new ConfigError(`CORENODE_PORT: must be an integer port, got '${env.CORENODE_PORT}'`);
-    raw.api = { ...(raw.api as object), port };
+  const fileEnv = raw.env && typeof raw.env === 'object' && !Array.isArray(raw.env) ? (raw.env as Record<string, unknown>) : {};
+  const bindings = { ...BUILTIN_ENV, ...fileEnv };
+  const applied: Record<string, string> = {}; // key path -> the variable that set it
+  for (const [name, target] of Object.entries(bindings)) {
+    const v = env[name];
+    if (v === undefined || v === '') continue;
+    const targets = typeof target === 'string' ? { [target]: '{}' } : (target as Record<string, string>);
+    if (!targets || typeof targets !== 'object') continue; // the schema check below names a malformed `env:`
+    for (const [keyPath, template] of Object.entries(targets)) {
+      // Host keys are converted by their type here; a plugin's keys are strings until its schema checks them.
+      setPath(raw, keyPath, fromEnvText(name, typeAt(keyPath), template.replaceAll('{}', v)));
+      applied[keyPath] = name;
+    }
   }
-  if (env.CORENODE_DATA_DIR) raw.dataDir = env.CORENODE_DATA_DIR;
-  const cfg = resolveConfig(raw, file ?? '(defaults)', src && ((e) => src.locate(e)));
+  let cfg: NodeConfig;
+  try {
+    cfg = resolveConfig(raw, file ?? '(defaults)', src && ((e) => src.locate(e)));
+  } catch (e) {
+    // An error about a key an env variable set names the variable, not the file.
+    const key = Object.keys(applied).find((k) => (e as Error).message.includes(`: ${k}:`));
+    if (key) throw new ConfigError(`${applied[key]}: ${(e as Error).message.slice((e as Error).message.indexOf(`: ${key}:`) + key.length + 4)}`);
+    throw e;
+  }
   cfg.dataDir = path.resolve(cwd, cfg.dataDir);
   cfg.manifestsDir = path.resolve(cwd, cfg.manifestsDir);
   cfg.pluginsDir = path.resolve(cwd, cfg.pluginsDir);
   return cfg;
+}
+
+function setPath(obj: Record<string, unknown>, keyPath: string, value: unknown): void {
+  const keys = keyPath.split('.');
+  let at = obj;
+  for (const k of keys.slice(0, -1)) {
+    if (!at[k] || typeof at[k] !== 'object') at[k] = {};
+    at = at[k] as Record<string, unknown>;
+  }
+  at[keys[keys.length - 1]] = value;
+}
+
+/** The JSON Schema type of a host config key (`api.port` -> integer). */
+function typeAt(keyPath: string): string | undefined {
+  let s: any = schema;
+  for (const k of keyPath.split('.')) s = s?.properties?.[k];
+  return keyPath.endsWith('.port') ? 'port' : s?.type;
+}
+
+/** An env variable's text as the type its key takes; errors name the variable. */
+export function fromEnvText(name: string, type: string | undefined, text: string): unknown {
+  const t = text.trim();
+  if (type === 'port') {
+    const n = Number(t);
+    if (t === '' || !Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${name}: must be an integer port, got '${text}'`);
+    return n;
+  }
+  if (type === 'boolean') {
+    if (/^(true|1|yes|on)$/i.test(t)) return true;
+    if (/^(false|0|no|off)$/i.test(t)) return false;
+    throw new ConfigError(`${name}: must be true or false, got '${text}'`);
+  }
+  if (type === 'integer' || type === 'number') {
+    const n = Number(t);
+    if (t === '' || !Number.isFinite(n)) throw new ConfigError(`${name}: must be a number, got '${text}'`);
+    if (type === 'integer' && !Number.isInteger(n)) throw new ConfigError(`${name}: must be a whole number, got '${text}'`);
+    return n;
+  }
+  return text;
 }

@@ -20,8 +20,9 @@ import { EventBus } from './services/events.ts';
 import { Gates } from './services/gates.ts';
 import { HealthRegistry } from './services/health.ts';
 import { loadManifestDir, type Manifest } from './manifest/parse.ts';
-import type { Caller, Clock, PluginContext, PluginDefinition, ServiceRegistry } from './plugin-api.ts';
+import { coreServices, type Caller, type Clock, type NodeInfo, type PluginDefinition, type ServiceRef } from './plugin-api.ts';
 import { PluginSet, validatePluginConfig } from './plugins/set.ts';
+import { hostPlugin } from './plugins/host-plugin.ts';
 import { PluginState } from './plugins/state.ts';
 import { OperationsService } from './services/queue.ts';
 import { Stores } from './services/store.ts';
@@ -31,25 +32,16 @@ import { handleUpgrade } from './http/ws.ts';
 
 export interface HostOptions {
   config: NodeConfig;
-  /** Which manifests this host serves: the node API or the deployment trigger. */
-  service?: string;
   clock?: Clock;
   logger?: Logger;
-  /** Plugins built into the host (not loaded from pluginsDir). */
-  builtins?: PluginDefinition[];
-  /** Keep every collection in memory (no files). */
-  inMemory?: boolean;
   /** Called just before any handler runs (tests). */
   onHandler?: (routeId: string, caller: Caller) => void;
-  /** How long a reload waits for requests on the replaced routes before disposing retired plugins. */
-  drainMs?: number;
 }
 
 export type ReloadResult = { ok: true; routes: number; added: string[]; removed: string[] } | { ok: false; error: string };
 
 export class Host {
   readonly config: NodeConfig;
-  readonly service: string;
   readonly log: Logger;
   readonly clock: Clock;
   readonly app = new Koa();
@@ -74,10 +66,9 @@ export class Host {
 
   constructor(private readonly opts: HostOptions) {
     this.config = opts.config;
-    this.service = opts.service ?? 'node';
     this.clock = opts.clock ?? { now: () => Date.now() };
-    this.log = opts.logger ?? pino({ level: this.config.log.level, base: { service: this.service } });
-    this.stores = new Stores(opts.inMemory ? null : this.config.dataDir);
+    this.log = opts.logger ?? pino({ level: this.config.log.level, base: { listener: this.config.listener } });
+    this.stores = new Stores(this.config.dataDir);
     this.auth = new AuthService(
       () => this.config.initial.legacyid,
       () => this.config.coreTeam,
@@ -86,13 +77,15 @@ export class Host {
       concurrency: this.config.queue.concurrency,
       retentionMs: this.config.queue.retentionSeconds * 1000,
     });
-    this.pluginState = new PluginState(opts.inMemory ? null : path.join(this.config.dataDir, 'plugins.json'), this.config.plugins);
-    const builtins = opts.builtins ?? [];
+    this.pluginState = new PluginState(path.join(this.config.dataDir, 'plugins.json'), this.config.plugins);
+    // The host's own routes (manifests/host.yaml) are served by a plugin built in, always on.
+    const builtins = [hostPlugin(() => this.routes)];
     this.plugins = new PluginSet(builtins, {
       pluginsDir: this.config.pluginsDir,
       state: this.pluginState,
       log: this.log,
-      context: (def, services) => this.contextFor(def, services),
+      coreService: (def, ref) => this.coreService(def, ref),
+      config: (def) => validatePluginConfig(def, this.config),
       alwaysOn: builtins.map((b) => b.id),
     });
     this.chainServices = {
@@ -129,11 +122,6 @@ export class Host {
     return this.table?.routes ?? [];
   }
 
-  /** The services plugins provide each other (tests, diagnostics). */
-  get provided(): ReadonlyMap<string, unknown> {
-    return this.plugins.services();
-  }
-
   get manifests(): Manifest[] {
     return this.table?.manifests ?? [];
   }
@@ -143,17 +131,13 @@ export class Host {
     await this.queue.init();
     // The watchers take their fingerprint before the first load: a change during start-up is not lost,
     // and the start-up itself triggers no second load.
-    if (this.config.watch && !this.opts.inMemory) this.watch();
+    if (this.config.watch) this.watch();
     const res = await this.reload({ strict: true });
     if (!res.ok) {
       this.unwatch();
       throw new Error(res.error);
     }
     this.ready = true;
-  }
-
-  get isReady(): boolean {
-    return this.ready;
   }
 
   async listen(port = this.config.api.port, host = this.config.api.host): Promise<number> {
@@ -166,6 +150,9 @@ export class Host {
     // it is about to read the body, so a body over the limit is refused (413) before it is sent at all.
     this.server.on('checkContinue', (req, res) => handler(req, res));
     this.server.keepAliveTimeout = 65_000;
+    // A request (headers and body) must arrive within these; slow senders are cut (config api.*TimeoutMs).
+    this.server.requestTimeout = this.config.api.requestTimeoutMs;
+    this.server.headersTimeout = Math.min(this.config.api.headersTimeoutMs, this.config.api.requestTimeoutMs);
     this.server.on('upgrade', (req, socket, head) =>
       void handleUpgrade(
         { table: () => this.table, ready: () => this.ready, svc: this.chainServices, auth: this.auth, wss: this.wss, log: this.log },
@@ -197,7 +184,7 @@ export class Host {
     let table: RouteTable;
     const old = this.table;
     try {
-      const manifests = loadManifestDir(this.config.manifestsDir).filter((m) => m.service === this.service);
+      const manifests = loadManifestDir(this.config.manifestsDir).filter((m) => m.listener === this.config.listener);
       const referenced = new Set<string>();
       for (const m of manifests) {
         const other = manifests.find((o) => o.plugin === m.plugin && o !== m);
@@ -206,7 +193,7 @@ export class Host {
       }
       await this.plugins.importFor(manifests);
       created = await this.plugins.setUp(referenced);
-      table = bindManifests(manifests, (id) => this.plugins.instance(id), strict, this.log, this.chainServices);
+      table = bindManifests(manifests, (id) => this.plugins.instance(id), (id) => this.plugins.configOf(id), strict, this.log, this.chainServices);
     } catch (e) {
       await this.plugins.dispose(created);
       const error = (e as Error).message;
@@ -223,7 +210,8 @@ export class Host {
     this.log.info({ routes: after.size, added: added.length, removed: removed.length }, 'route table loaded');
     this.events.emit('host:routes', { routes: after.size, added, removed });
     if (retired.length) {
-      if (old) await drained(old, this.opts.drainMs ?? 2000);
+      // A reload waits this long for requests on the replaced routes before disposing retired plugins.
+      if (old) await drained(old, 2000);
       await this.plugins.disposeRetired(retired);
     }
     return { ok: true, routes: after.size, added, removed };
@@ -231,26 +219,39 @@ export class Host {
 
   /** Enable or disable a plugin at once (disabled: routes answer a clear error, setup disposed). */
   async setPluginEnabled(id: string, enabled: boolean): Promise<ReloadResult> {
-    if ((this.opts.builtins ?? []).some((b) => b.id === id)) return { ok: false, error: `the ${id} plugin is part of the host and cannot be disabled` };
+    if (id === 'host') return { ok: false, error: `the ${id} plugin is part of the host and cannot be disabled` };
     this.pluginState.set(id, enabled);
     return this.reload();
   }
 
-  private contextFor(def: PluginDefinition, services: ServiceRegistry): PluginContext {
-    return {
-      id: def.id,
-      config: validatePluginConfig(def, this.config),
-      node: this.config,
-      log: this.log.child({ plugin: def.id }),
-      store: (collection) => this.stores.get(def.id, collection),
-      auth: this.auth,
-      queue: this.queue,
-      events: this.events,
-      health: this.health,
-      gates: this.gates,
-      services,
-      clock: this.clock,
-    };
+  /** A host service as plugin `def` sees it: its own log child and its own collections; the rest shared. */
+  private coreService(def: PluginDefinition, ref: ServiceRef<unknown>): unknown {
+    switch (ref.id) {
+      case coreServices.log.id:
+        return this.log.child({ plugin: def.id });
+      case coreServices.store.id:
+        return (collection: string) => this.stores.get(def.id, collection);
+      case coreServices.node.id:
+        return this.nodeInfo;
+      case coreServices.clock.id:
+        return this.clock;
+      case coreServices.auth.id:
+        return this.auth;
+      case coreServices.operations.id:
+        return this.queue;
+      case coreServices.events.id:
+        return this.events;
+      case coreServices.health.id:
+        return this.health;
+      case coreServices.gates.id:
+        return this.gates;
+    }
+    throw new Error(`plugin ${def.id} depends on ${ref.id}, which the host does not offer`);
+  }
+
+  private get nodeInfo(): NodeInfo {
+    const c = this.config;
+    return Object.freeze({ operatorId: c.initial.legacyid, coreTeam: Object.freeze([...c.coreTeam]), apiPort: c.api.port, apiHost: c.api.host, dataDir: c.dataDir });
   }
 
   private watch(): void {

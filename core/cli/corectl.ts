@@ -35,22 +35,19 @@ function table(rows: string[][]): void {
   for (const r of rows) out(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
 }
 
-/** The service `npm start` runs; manifests bound to another service (the deployer's) are not the node's. */
-const NODE_SERVICE = 'node';
-
 /** Every manifest of the node's folder that parses (a broken one is listed by `validate`, not here). */
 function currentManifests(config: NodeConfig): Manifest[] {
   return checkFiles(manifestFiles([config.manifestsDir]), config.pluginsDir).manifests;
 }
 
 /**
- * The node's plugins: built in, named by a node manifest, or a plugin folder with no manifest yet. A plugin
- * whose manifests all belong to another service (the deployment trigger runs as its own process) is not
- * one: the node never serves its routes.
+ * The node's plugins: built in, named by a manifest of the node's listener (`listener:` in the config, `api`
+ * by default), or a plugin folder with no manifest yet. A plugin whose manifests all bind another listener
+ * (the deployment trigger, its own process) is not one: the node never serves its routes.
  */
 function knownPlugins(config: NodeConfig, manifests: Manifest[]): string[] {
-  const elsewhere = new Set(manifests.filter((m) => m.service !== NODE_SERVICE).map((m) => m.plugin));
-  const mine = manifests.filter((m) => m.service === NODE_SERVICE).map((m) => m.plugin);
+  const elsewhere = new Set(manifests.filter((m) => m.listener !== config.listener).map((m) => m.plugin));
+  const mine = manifests.filter((m) => m.listener === config.listener).map((m) => m.plugin);
   const dirs = fs.existsSync(config.pluginsDir)
     ? fs.readdirSync(config.pluginsDir).filter((d) => fs.existsSync(pluginEntry(config.pluginsDir, d)) && !elsewhere.has(d))
     : [];
@@ -65,7 +62,7 @@ function pluginsList(config: NodeConfig, json: boolean): number {
   const manifests = currentManifests(config);
   const state = new PluginState(stateFile(config), config.plugins);
   const rows = knownPlugins(config, manifests).map((id) => {
-    const m = manifests.find((x) => x.plugin === id && x.service === NODE_SERVICE);
+    const m = manifests.find((x) => x.plugin === id && x.listener === config.listener);
     const builtin = BUILTIN_PLUGINS.includes(id);
     return {
       plugin: id,
@@ -84,9 +81,9 @@ function pluginsSet(config: NodeConfig, id: string | undefined, enabled: boolean
   if (!id) throw new UsageError(`plugins ${enabled ? 'enable' : 'disable'} needs a plugin id`);
   const manifests = currentManifests(config);
   const known = knownPlugins(config, manifests);
-  const other = manifests.find((m) => m.plugin === id && m.service !== NODE_SERVICE);
+  const other = manifests.find((m) => m.plugin === id && m.listener !== config.listener);
   if (!known.includes(id) && other) {
-    process.stderr.write(`corectl: the ${id} plugin is served by the ${other.service} service, not by the node\n`);
+    process.stderr.write(`corectl: the ${id} plugin serves the ${other.listener} listener, another process than this node's ${config.listener}\n`);
     return 1;
   }
   if (!known.includes(id)) {
@@ -171,10 +168,10 @@ function routes(config: NodeConfig, paths: string[], json: boolean): number {
     .flatMap((r) => [r.path, ...r.aliases].map((p, i) => ({ r, p, alias: i > 0 })))
     .sort((a, b) => a.p.localeCompare(b.p) || a.r.method.localeCompare(b.r.method));
   if (json) {
-    out(JSON.stringify(rows.map(({ r, p, alias }) => ({ id: r.id, method: r.method, path: p, level: r.level, plugin: r.plugin, handler: r.handler ?? null, service: r.service, alias })), null, 2));
+    out(JSON.stringify(rows.map(({ r, p, alias }) => ({ id: r.id, method: r.method, path: p, level: r.level, plugin: r.plugin, handler: r.handler ?? null, listener: r.listener, alias })), null, 2));
   } else {
     const flags = (r: (typeof rows)[number]['r'], alias: boolean) =>
-      [alias && 'alias', r.removed && 'removed', r.httpsOnly && 'https', r.gate && `gate:${r.gate}`, r.operation && 'operation', r.deprecated && 'deprecated', r.service !== 'node' && r.service]
+      [alias && 'alias', r.removed && 'removed', r.httpsOnly && 'https', r.gate && `gate:${r.gate}`, r.operation && 'operation', r.deprecated && 'deprecated', r.listener !== 'api' && `listener:${r.listener}`]
         .filter(Boolean)
         .join(',');
     table([['METHOD', 'PATH', 'LEVEL', 'PLUGIN', 'HANDLER', 'FLAGS'], ...rows.map(({ r, p, alias }) => [r.method, p, r.level, r.plugin, r.handler ?? '-', flags(r, alias)])]);

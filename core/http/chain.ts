@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { ApiError, Reply, envelope, toErrorData } from './reply.ts';
 import { declaredTooLarge, parseJsonBody, readRaw, tooLarge } from './body.ts';
 import { ANONYMOUS, type AuthService } from '../services/auth.ts';
-import type { Caller, Handler, HandlerInput, RouteInfo, SseHandler } from '../plugin-api.ts';
+import type { Caller, PlainHandler, RouteInfo, SseHandler, WsHandler } from '../plugin-api.ts';
 import type { RouteSpec } from '../manifest/parse.ts';
 import type { Gates } from '../services/gates.ts';
 import type { OperationsService } from '../services/queue.ts';
@@ -30,10 +30,13 @@ export interface ChainServices {
   onHandler?: (routeId: string, caller: Caller) => void;
 }
 
+/** A route's handler as bound: its kind follows the route's method (checked by bindManifests). */
+export type BoundHandler = { kind: 'plain'; fn: PlainHandler } | { kind: 'sse'; fn: SseHandler } | { kind: 'ws'; fn: WsHandler };
+
 export interface BoundRoute {
   spec: RouteSpec;
   info: RouteInfo;
-  handler?: Handler;
+  handler?: BoundHandler;
   validateParams?: ValidateFunction;
   validateQuery?: ValidateFunction;
   validateBody?: ValidateFunction;
@@ -48,7 +51,7 @@ const strict = createAjv({ useDefaults: true });
  */
 const compiled = new Map<string, ValidateFunction>();
 
-export function bindRoute(spec: RouteSpec, handler: Handler | undefined): BoundRoute {
+export function bindRoute(spec: RouteSpec, handler: BoundHandler | undefined): BoundRoute {
   const compile = (ajv: typeof strict, schema: object | undefined, what: string) => {
     if (!schema) return undefined;
     const key = `${ajv === strict ? 's' : 'c'}${JSON.stringify(schema)}`;
@@ -153,6 +156,13 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
         throw new ApiError(503, 'ServiceUnavailable', `Not available until the node holds the ${spec.gate}`, 503);
       if (spec.query === false && ctx.querystring)
         throw new ApiError(400, 'BadRequest', `${spec.path} takes no query parameters`, 400);
+      // A plugin's auth strategy (an API key, say) is a header check: refused before the body is read.
+      if (spec.auth) {
+        const strategy = svc.auth.strategy(spec.auth);
+        if (!strategy) throw new ApiError(503, 'ServiceUnavailable', `The ${spec.auth} authentication is not available on this node`, 503);
+        const refusal = strategy.check(ctx.req.headers);
+        if (refusal) return send(ctx, r, refusal.status, refusal);
+      }
 
       let body: unknown;
       let rawBody: Buffer | undefined;
@@ -197,23 +207,11 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller);
 
       svc.onHandler?.(spec.id, caller);
-      if (spec.operation) {
-        if (!caller.legacyid) throw ApiError.unauthorized();
-        const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => {
-          input.signal = ctl.signal;
-          input.checkpoint = ctl.checkpoint;
-          return r.handler!(input);
-        });
-        ctx.set('Location', op.statusUrl);
-        ctx.set('Retry-After', '2');
-        send(ctx, r, 202, envelope.data({ jobId: op.jobId, statusUrl: op.statusUrl, status: op.status }));
-        return;
-      }
-
-      if (spec.method === 'SSE') {
+      const handler = r.handler!;
+      if (handler.kind === 'sse') {
         const stream = new SseStream(ctx.res);
         try {
-          await (r.handler as unknown as SseHandler)(input, stream);
+          await handler.fn(input, stream);
         } catch (e) {
           if (!stream.opened) throw e; // refused before streaming: an ordinary answer
           svc.log.warn({ err: e, route: spec.id }, 'event stream ended with an error');
@@ -224,7 +222,23 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
         return;
       }
 
-      const out = await r.handler!(input);
+      // bindManifests gives HTTP routes plain or SSE handlers only, and operations plain ones.
+      if (handler.kind !== 'plain') throw new Error(`${spec.id}: a ${handler.kind} handler cannot serve this route`);
+      const plain = handler.fn;
+      if (spec.operation) {
+        if (!caller.legacyid) throw ApiError.unauthorized();
+        const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => {
+          input.signal = ctl.signal;
+          input.checkpoint = ctl.checkpoint;
+          return plain(input);
+        });
+        ctx.set('Location', op.statusUrl);
+        ctx.set('Retry-After', '2');
+        send(ctx, r, 202, envelope.data({ jobId: op.jobId, statusUrl: op.statusUrl, status: op.status }));
+        return;
+      }
+
+      const out = await plain(input);
       send(ctx, r, 200, out instanceof Reply || !spec.envelope ? out : envelope.data(out ?? null));
     } catch (err) {
       fail(ctx, r, err, svc.log);

@@ -14,7 +14,6 @@ export interface RouteTable extends InFlight {
   /** Serves the request if a route matches, else hands it to `fallback` (404). */
   middleware: (ctx: Context, fallback: (ctx: Context) => unknown) => unknown;
   ws: RouteMatcher<BoundRoute>;
-  builtAt: number;
 }
 
 /** Resolves when no request is being served on `table`, or after `maxMs` (event streams may never end). */
@@ -36,7 +35,7 @@ export function drained(table: RouteTable, maxMs: number): Promise<void> {
 export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: ChainServices): RouteTable {
   const http = new RouteMatcher<(ctx: Context) => Promise<void>>();
   const ws = new RouteMatcher<BoundRoute>();
-  const table: RouteTable = { manifests, routes, middleware: () => undefined, ws, builtAt: Date.now(), active: 0 };
+  const table: RouteTable = { manifests, routes, middleware: () => undefined, ws, active: 0 };
   const seen = new Map<string, string>();
   for (const r of routes) {
     const verb = r.spec.method === 'SSE' ? 'GET' : r.spec.method;

@@ -10,7 +10,7 @@ import type { WebSocketServer } from 'ws';
 import { ANONYMOUS, type AuthService } from '../services/auth.ts';
 import type { ChainServices } from './chain.ts';
 import { ApiError, envelope, toErrorData } from './reply.ts';
-import type { HandlerInput, WsHandler } from '../plugin-api.ts';
+import type { HandlerInput } from '../plugin-api.ts';
 import type { RouteTable } from './table.ts';
 
 const TEXT: Record<number, string> = {
@@ -44,6 +44,8 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
     const hit = found && { route: found.value, params: { ...found.params } };
     if (!hit) return refuse(404);
     const r = hit.route;
+    const handler = r.handler;
+    if (handler?.kind !== 'ws') return refuse(404); // bindManifests gives WS routes websocket handlers only
     const secure = (req.socket as { encrypted?: boolean }).encrypted === true;
     if (r.spec.httpsOnly && !secure) return refuse(403);
     if (r.spec.removed) return refuse(410);
@@ -68,7 +70,7 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
     };
     deps.wss.handleUpgrade(req, socket, head, (ws) => {
       Promise.resolve()
-        .then(() => (r.handler as unknown as WsHandler)(input, ws))
+        .then(() => handler.fn(input, ws))
         .catch((err) => {
           if (!(err instanceof ApiError)) deps.log.error({ err, route: r.spec.id }, 'websocket handler failed');
           ws.send(JSON.stringify(envelope.error(toErrorData(err))));

@@ -11,7 +11,7 @@ export interface RouteChange {
 
 /** Fields an operator cares about, with how each is shown. */
 const FIELDS: [string, (r: RouteSpec) => unknown][] = [
-  ['service', (r) => r.service],
+  ['listener', (r) => r.listener],
   ['method', (r) => r.method],
   ['path', (r) => r.path],
   ['aliases', (r) => r.aliases],

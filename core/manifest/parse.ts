@@ -19,7 +19,8 @@ export type Parser = 'none' | 'raw' | 'raw-json' | 'json' | 'text' | 'multipart'
 export interface RouteSpec {
   id: string;
   plugin: string;
-  service: string;
+  /** The named listener that serves the route (`listener:` of its manifest). */
+  listener: string;
   method: Method;
   /** Manifest path with the prefix, in the manifest's `/:x?` syntax. */
   path: string;
@@ -39,6 +40,10 @@ export interface RouteSpec {
   envelope: boolean;
   operation: boolean;
   appParam: string;
+  /** An auth strategy a plugin registers, checked after the level. */
+  auth?: string;
+  /** A key of the plugin's config whose value is the route's path (bound by the host). */
+  pathFromConfig?: string;
   meta: Record<string, unknown>;
   source: string;
 }
@@ -49,7 +54,7 @@ export interface Manifest {
   source: string;
   plugin: string;
   version: string;
-  service: string;
+  listener: string;
   routes: RouteSpec[];
 }
 
@@ -123,7 +128,7 @@ function normalise(raw: any, file: string, source: string, where: (i: number) =>
   const defaults = raw.defaults ?? {};
   const shared = raw.schemas ?? {};
   const prefix: string = raw.prefix ?? '';
-  const service: string = raw.service ?? 'node';
+  const listener: string = raw.listener ?? 'api';
   const ids = new Set<string>();
   const routes: RouteSpec[] = raw.routes.map((r: any, i: number) => {
     const src = where(i);
@@ -144,7 +149,7 @@ function normalise(raw: any, file: string, source: string, where: (i: number) =>
     return {
       id: r.id,
       plugin: raw.plugin,
-      service,
+      listener,
       method,
       path: full,
       aliases,
@@ -166,11 +171,13 @@ function normalise(raw: any, file: string, source: string, where: (i: number) =>
       envelope: o.envelope ?? true,
       operation: !!o.operation,
       appParam: o.appParam ?? 'appname',
+      auth: o.auth,
+      pathFromConfig: r.pathFromConfig,
       meta: r.x ?? {},
       source: src,
     } satisfies RouteSpec;
   });
-  return { file, source, plugin: raw.plugin, version: raw.version, service, routes };
+  return { file, source, plugin: raw.plugin, version: raw.version, listener, routes };
 }
 
 /** Replace `{$ref: '#/schemas/name'}` by the shared schema, so each route compiles on its own. */
@@ -185,7 +192,7 @@ function inlineRefs(schema: any, shared: Record<string, object>, src: string): a
   return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, inlineRefs(v, shared, src)]));
 }
 
-/** `/a/:x?/:y?` in the manifest becomes `/a{/:x}{/:y}` for @koa/router (path-to-regexp 8). */
+/** `/a/:x?/:y?` in the manifest becomes `/a{/:x}{/:y}` for path-to-regexp 8 (core/http/router.ts). */
 export function toRouterPath(p: string): string {
   return p.replace(/\/:([A-Za-z][A-Za-z0-9_]*)\?/g, '{/:$1}');
 }

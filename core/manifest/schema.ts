@@ -17,8 +17,11 @@ export function describeError(prefix: string, e: ErrorObject): { path: string[];
   if (e.keyword === 'additionalProperties') path.push(String((e.params as any).additionalProperty));
   if (e.keyword === 'required') path.push(String((e.params as any).missingProperty));
   const key = path.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), prefix);
+  // A schema may word its own refusal (`errorMessage`), read when ajv runs with `verbose`.
+  const own = (e.parentSchema as { errorMessage?: unknown } | undefined)?.errorMessage;
   const reason =
-    e.keyword === 'additionalProperties' ? 'is not a known key'
+    typeof own === 'string' && !['required', 'additionalProperties'].includes(e.keyword) ? own
+    : e.keyword === 'additionalProperties' ? 'is not a known key'
     : e.keyword === 'required' ? 'is required'
     : e.keyword === 'enum' ? `must be one of ${(e.params as any).allowedValues.join(', ')}`
     : e.message ?? 'is invalid';

@@ -52,14 +52,14 @@ export function checkSet(manifests: Manifest[], pluginsDir: string): string[] {
   const errors: string[] = [];
   const seen = new Map<string, Manifest>();
   for (const m of manifests) {
-    const other = seen.get(`${m.service}/${m.plugin}`);
+    const other = seen.get(`${m.listener}/${m.plugin}`);
     if (other) errors.push(`${m.source}: plugin ${m.plugin} already has a manifest (${other.file})`);
-    seen.set(`${m.service}/${m.plugin}`, m);
+    seen.set(`${m.listener}/${m.plugin}`, m);
     const entry = pluginEntry(pluginsDir, m.plugin);
     if (!BUILTIN_PLUGINS.includes(m.plugin) && !fs.existsSync(entry)) errors.push(`${m.source}: no plugin ${m.plugin} (expected ${entry})`);
   }
-  for (const service of new Set(manifests.map((m) => m.service))) {
-    const mine = manifests.filter((m) => m.service === service);
+  for (const listener of new Set(manifests.map((m) => m.listener))) {
+    const mine = manifests.filter((m) => m.listener === listener);
     try {
       buildTable(mine, mine.flatMap((m) => m.routes.map((r) => bindRoute(r, undefined))), NO_SERVICES);
     } catch (e) {

@@ -1,25 +1,28 @@
-/** Routes the host itself serves: the OpenAPI document and the operations resource. */
-import { ApiError, definePlugin, reply, type HandlerInput } from '../plugin-api.ts';
+/** Routes the host serves itself (manifests/host.yaml): the OpenAPI document and the operations resource. */
+import { ApiError, VERSION, coreServices, definePlugin, reply, type HandlerInput } from '../plugin-api.ts';
 import { buildOpenApi } from '../http/openapi.ts';
-import type { Host } from '../host.ts';
-import { VERSION } from '../version.ts';
+import type { BoundRoute } from '../http/chain.ts';
 
-export function hostPlugin(host: () => Host) {
+const NO_SUCH_OPERATION = 'No such operation (unknown, expired, or started by another caller)';
+
+/** `routes` reads the live route table, so the document always describes what is served. */
+export function hostPlugin(routes: () => BoundRoute[]) {
   return definePlugin({
     id: 'host',
     version: VERSION,
-    setup: (ctx) => ({
+    deps: { operations: coreServices.operations },
+    setup: ({ operations }) => ({
       handlers: {
-        openapi: () => reply(200, buildOpenApi(host().routes, VERSION)),
+        openapi: () => reply(200, buildOpenApi(routes(), VERSION)),
         getOperation: ({ params, caller }: HandlerInput) => {
-          const op = ctx.queue.get(params.jobId, caller.legacyid);
-          if (!op) throw new ApiError(404, 'NotFound', 'No such operation (unknown, expired, or started by another caller)', 404);
+          const op = operations.get(params.jobId, caller.legacyid);
+          if (!op) throw new ApiError(404, 'NotFound', NO_SUCH_OPERATION, 404);
           const { owner: _owner, ...view } = op;
           return view;
         },
         cancelOperation: ({ params, caller }: HandlerInput) => {
-          const op = ctx.queue.cancel(params.jobId, caller.legacyid);
-          if (!op) throw new ApiError(404, 'NotFound', 'No such operation (unknown, expired, or started by another caller)', 404);
+          const op = operations.cancel(params.jobId, caller.legacyid);
+          if (!op) throw new ApiError(404, 'NotFound', NO_SUCH_OPERATION, 404);
           return { jobId: op.jobId, statusUrl: op.statusUrl, status: op.status, cancelRequested: op.status === 'Running' };
         },
       },

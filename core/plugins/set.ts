@@ -9,9 +9,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import type { Manifest } from '../manifest/parse.ts';
-import type { PluginContext, PluginDefinition, PluginInstance, ServiceRegistry } from '../plugin-api.ts';
+import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api.ts';
 import type { PluginState } from './state.ts';
-import type { NodeConfig } from '../config.ts';
+import { fromEnvText, type NodeConfig } from '../config.ts';
 import { createAjv, describeError } from '../manifest/schema.ts';
 import { pluginEntry } from '../paths.ts';
 
@@ -23,6 +23,8 @@ export interface Retired {
 interface Entry {
   def: PluginDefinition;
   instance?: PluginInstance;
+  /** The validated config section the running instance was set up with. */
+  config?: Record<string, unknown>;
   /** Why an enabled plugin is not running (a service it requires is missing). */
   unavailable?: string;
 }
@@ -31,8 +33,10 @@ export interface PluginSetOptions {
   pluginsDir: string;
   state: PluginState;
   log: Logger;
-  /** Builds a plugin's setup context around the shared service registry. */
-  context(def: PluginDefinition, services: ServiceRegistry): PluginContext;
+  /** A host service (`core.*` ref) as plugin `def` receives it (its own log child, its own stores). */
+  coreService(def: PluginDefinition, ref: ServiceRef<unknown>): unknown;
+  /** The plugin's config section, validated (throws naming the key or env variable). */
+  config(def: PluginDefinition): unknown;
   /** Plugins operators may not disable (the host's own routes). */
   alwaysOn?: string[];
 }
@@ -62,13 +66,9 @@ export class PluginSet {
     return this.entries.get(id)?.instance;
   }
 
-  /** The services plugins provide each other, by name. */
-  services(): Map<string, unknown> {
-    return new Map([...this.provided].map(([name, p]) => [name, p.impl]));
-  }
-
-  ids(): string[] {
-    return [...this.entries.keys()];
+  configOf(id: string): Record<string, unknown> | undefined {
+    const e = this.entries.get(id);
+    return e?.instance ? e.config : undefined;
   }
 
   /** Import the definition of every plugin a manifest names (module code loads once per process). */
@@ -105,11 +105,17 @@ export class PluginSet {
         if (!ready.length) break;
         for (const id of ready) {
           const e = this.entries.get(id)!;
-          const context = this.opts.context(e.def, this.registryFor(id)); // a bad config section throws as it is
+          const context = this.contextFor(e.def); // a bad config section throws as it is
+          e.config = context.config as Record<string, unknown>;
           try {
-            e.instance = await e.def.setup(context);
+            e.instance = await e.def.setup(context as never);
           } catch (err) {
             throw new Error(`${(err as Error).message} (plugin ${id} failed to set up)`);
+          }
+          for (const [key, ref] of Object.entries(e.def.provides ?? {})) {
+            const impl = (e.instance!.services as Record<string, unknown> | undefined)?.[key];
+            if (impl === undefined) throw new Error(`plugin ${id} declares it provides ${(ref as ServiceRef<unknown>).id} but its setup returned no services.${key}`);
+            this.provided.set((ref as ServiceRef<unknown>).id, { provider: id, impl });
           }
           created.push(id);
           this.opts.log.info({ plugin: id, version: e.def.version }, 'plugin set up');
@@ -184,31 +190,53 @@ export class PluginSet {
     await this.dispose([...this.entries].filter(([, e]) => e.instance).map(([id]) => id));
   }
 
+  /** The other plugins' services this plugin names in `deps` that no running plugin provides. */
   private missing(id: string): string[] {
-    return (this.entries.get(id)!.def.requires ?? []).filter((s) => !this.provided.has(s));
+    return pluginDeps(this.entries.get(id)!.def).filter((s) => !this.provided.has(s));
   }
 
-  private registryFor(id: string): ServiceRegistry {
-    return {
-      provide: (name, impl) => void this.provided.set(name, { provider: id, impl }),
-      get: <T>(name: string) => {
-        const p = this.provided.get(name);
-        if (!p) throw new Error(`service ${name} is not provided`);
-        return p.impl as T;
-      },
-      has: (name) => this.provided.has(name),
-    };
+  /** Exactly what the plugin declared: its id, its config section, and each dep under the name it chose. */
+  private contextFor(def: PluginDefinition): Record<string, unknown> {
+    const ctx: Record<string, unknown> = { id: def.id, config: this.opts.config(def) };
+    for (const [name, ref] of Object.entries((def.deps ?? {}) as Record<string, ServiceRef<unknown>>)) {
+      ctx[name] = isCoreRef(ref) ? this.opts.coreService(def, ref) : this.provided.get(ref.id)!.impl;
+    }
+    return ctx;
   }
 }
 
-const configAjv = createAjv({ useDefaults: true });
+const isCoreRef = (ref: ServiceRef<unknown>) => ref.id.startsWith('core.');
 
-/** A plugin's config section, validated by its configSchema with defaults filled in; throws naming the key. */
-export function validatePluginConfig(def: PluginDefinition, config: NodeConfig): unknown {
-  const section = structuredClone((config[def.id] as object | undefined) ?? {});
+/** The ids of other plugins' services a definition depends on (it is set up after their providers). */
+export function pluginDeps(def: PluginDefinition): string[] {
+  return Object.values((def.deps ?? {}) as Record<string, ServiceRef<unknown>>)
+    .filter((ref) => !isCoreRef(ref))
+    .map((ref) => ref.id);
+}
+
+const configAjv = createAjv({ useDefaults: true, verbose: true });
+
+/**
+ * A plugin's config section, validated by its configSchema with defaults filled in. Environment variables
+ * the plugin binds (`env`) override the file; an error about a bound key names the variable
+ * (`APP_PORT: must be <= 65535`), any other names the file and the key.
+ */
+export function validatePluginConfig(def: PluginDefinition, config: NodeConfig, env: NodeJS.ProcessEnv = process.env): unknown {
+  const section = structuredClone((config[def.id] as Record<string, unknown> | undefined) ?? {});
+  const bound = Object.entries(def.env ?? {});
+  const props = ((def.configSchema as { properties?: Record<string, { type?: string }> } | undefined)?.properties ?? {});
+  for (const [name, key] of bound) {
+    const v = env[name];
+    // Unset or empty keeps the file's value or the default.
+    if (v !== undefined && v !== '') section[key] = fromEnvText(name, props[key]?.type, v);
+  }
   if (def.configSchema) {
     const v = configAjv.compile(def.configSchema);
-    if (!v(section)) throw new Error(`${config.source}: ${describeError(def.id, v.errors![0]).text}`);
+    if (!v(section)) {
+      const { path, text } = describeError(def.id, v.errors![0]);
+      const byEnv = bound.find(([, key]) => key === path[0]);
+      throw new Error(byEnv ? text.replace(`${def.id}.${path[0]}`, byEnv[0]) : `${config.source}: ${text}`);
+    }
   }
   return section;
 }

@@ -3,28 +3,19 @@
  * Sessions come from a resolver the identity plugin registers; until then every caller is anonymous, so
  * only public routes pass. App ownership comes from a lookup the apps plugin registers.
  */
-import type { Caller, Level } from '../plugin-api.ts';
+import type { Auth, AuthHeader, AuthStrategy, Caller, Level, Session } from '../plugin-api.ts';
 
-export interface AuthHeader {
-  legacyid: string;
-  signature: string;
-  loginPhrase: string;
-}
-
-export interface Session {
-  legacyid: string;
-  loginPhrase: string;
-}
+export type { AuthHeader, Session };
 
 export type SessionResolver = (auth: AuthHeader) => Session | null | Promise<Session | null>;
 export type AppOwnerLookup = (appName: string) => string | null | undefined | Promise<string | null | undefined>;
 
 export const ANONYMOUS: Caller = Object.freeze({ authenticated: false, isAdmin: false, isCoreTeam: false, privilege: 'none' });
 
-export class AuthService {
+export class AuthService implements Auth {
   private sessionResolver: SessionResolver | null = null;
   private ownerLookup: AppOwnerLookup | null = null;
-  private readonly coreTeamSources: (() => Iterable<string>)[] = [];
+  private readonly strategies = new Map<string, AuthStrategy>();
 
   constructor(
     private readonly operatorId: () => string,
@@ -46,9 +37,16 @@ export class AuthService {
     };
   }
 
-  /** More core-team ids, such as those of the signed network policy. */
-  addCoreTeamSource(fn: () => Iterable<string>): void {
-    this.coreTeamSources.push(fn);
+  useStrategy(name: string, strategy: AuthStrategy): () => void {
+    this.strategies.set(name, strategy);
+    return () => {
+      if (this.strategies.get(name) === strategy) this.strategies.delete(name);
+    };
+  }
+
+  /** The strategy a route names; undefined while no running plugin registers it (the route refuses). */
+  strategy(name: string): AuthStrategy | undefined {
+    return this.strategies.get(name);
   }
 
   /**
@@ -72,8 +70,7 @@ export class AuthService {
 
   isCoreTeam(legacyid: string | undefined): boolean {
     if (!legacyid) return false;
-    if (this.coreTeam().includes(legacyid)) return true;
-    return this.coreTeamSources.some((src) => [...src()].includes(legacyid));
+    return this.coreTeam().includes(legacyid);
   }
 
   /** The login label: core team first, then operator, else user (reference order). */

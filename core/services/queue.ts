@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { ApiError } from '../http/reply.ts';
 import type { Datastore } from './store.ts';
-import type { Clock } from '../plugin-api.ts';
+import type { Clock, Operations } from '../plugin-api.ts';
 
 export type OperationStatus = 'Running' | 'Succeeded' | 'Failed' | 'Canceled' | 'Evicted';
 
@@ -51,7 +51,7 @@ interface Live {
   cancelRequested: boolean;
 }
 
-export class OperationsService {
+export class OperationsService implements Operations {
   private readonly live = new Map<string, Live>();
   private readonly finished = new Map<string, Operation>();
   private readonly pq: PQueue;

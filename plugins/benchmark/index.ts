@@ -2,14 +2,15 @@
  * The benchmark daemon relay (spec: Benchmark): status, results and info for anyone; restart of the
  * benchmarks, stop and node-broadcast signing for the operator (and team where the reference allows).
  */
-import { VERSION, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
+import { VERSION, coreServices, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
 import { createBenchmarkClient, methodOf, paramsOf, toApiError } from './relay.ts';
-import { configSchema, type BenchmarkSettings } from './settings.ts';
+import { configSchema } from './settings.ts';
 
-export default definePlugin<BenchmarkSettings>({
+export default definePlugin({
   id: 'benchmark',
   version: VERSION,
   configSchema,
+  deps: { health: coreServices.health },
   setup(ctx) {
     const settings = ctx.config;
     const client = createBenchmarkClient(settings);

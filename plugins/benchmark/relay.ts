@@ -2,7 +2,8 @@
  * The benchmark daemon client with this node's bounds (calls in flight, waiting, one deadline per call) and
  * the relay of one route: its `x` block names the call and its string parameters.
  */
-import { ApiError, RpcError, createRpcClient, type HandlerInput, type RpcClient } from '../../core/plugin-api.ts';
+import { ApiError, type HandlerInput } from '../../core/plugin-api.ts';
+import { RpcError, createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { BENCHMARK_METHODS, resolveConnection, type BenchmarkSettings, type Connection } from './settings.ts';
 
 export interface BenchmarkClient {

@@ -4,7 +4,8 @@
  * `[main]`/`[test]` sections), then the reference defaults (port 16224, the reference's fixed credentials).
  * The conf and cookie readers are the plugin API's, shared with the daemon plugin.
  */
-import { parseConf, readCookie } from '../../core/plugin-api.ts';
+import { configSchema as defineConfig } from '../../core/plugin-api.ts';
+import { parseConf, readCookie } from '../../lib/daemon-rpc/conf.ts';
 import fs from 'node:fs';
 
 export interface BenchmarkSettings {
@@ -20,7 +21,7 @@ export interface BenchmarkSettings {
   health: { timeoutMs: number };
 }
 
-export const configSchema = {
+export const configSchema = defineConfig<BenchmarkSettings>({
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -45,7 +46,7 @@ export const configSchema = {
       default: {},
     },
   },
-} as const;
+});
 
 /** Spec names the benchmark daemon knows under its older name (facts §3.3). */
 export const BENCHMARK_METHODS: Readonly<Record<string, string>> = Object.freeze({

@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiError, RpcError } from '../../core/plugin-api.ts';
+import { ApiError } from '../../core/plugin-api.ts';
+import { RpcError } from '../../lib/daemon-rpc/rpc.ts';
 import type { DaemonService } from './service.ts';
 import type { DaemonSettings } from './settings.ts';
 

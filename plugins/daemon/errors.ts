@@ -1,5 +1,6 @@
 /** Daemon failures as envelope errors: the daemon's own code and message, or one clear transport error. */
-import { ApiError, RpcError } from '../../core/plugin-api.ts';
+import { ApiError } from '../../core/plugin-api.ts';
+import { RpcError } from '../../lib/daemon-rpc/rpc.ts';
 
 /** Names for the daemons' standard JSON-RPC error codes (bitcoind's rpc/protocol.h, shared by its forks). */
 const RPC_NAMES: Record<number, string> = {

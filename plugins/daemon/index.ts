@@ -4,25 +4,27 @@
  * one generic `relay` handler driven by the route's `x` block; a few differ where the behaviour does.
  */
 import path from 'node:path';
-import { VERSION, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
+import { VERSION, coreServices, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
+import { daemonService } from './api.ts';
 import { createControl } from './control.ts';
 import { toApiError } from './errors.ts';
 import { methodTable } from './methods.ts';
 import { buildParams, rpcRoute } from './params.ts';
 import { createDaemonService } from './service.ts';
-import { configSchema, type DaemonSettings } from './settings.ts';
+import { configSchema } from './settings.ts';
 import { specialHandlers } from './special.ts';
 
-export default definePlugin<DaemonSettings>({
+export default definePlugin({
   id: 'daemon',
   version: VERSION,
   configSchema,
+  deps: { clock: coreServices.clock, node: coreServices.node, health: coreServices.health },
+  provides: { daemon: daemonService },
   setup(ctx) {
     const settings = ctx.config;
     const service = createDaemonService(settings, ctx.clock);
     const method = methodTable(settings.methods);
     const control = createControl(settings, service, path.join(ctx.node.dataDir, 'daemon'));
-    ctx.services.provide('daemon', service);
 
     // Not a login gate (facts §2.1): a dead daemon is reported, never blocks the node.
     const dropCheck = ctx.health.register(
@@ -65,6 +67,7 @@ export default definePlugin<DaemonSettings>({
         restart: controlled(control.restart),
         reindex: controlled(control.reindex),
       },
+      services: { daemon: service },
       dispose: () => {
         dropCheck();
         service.close();

@@ -1,11 +1,11 @@
 /**
- * The `daemon` service other plugins use (`ctx.services.get<RpcClient>('daemon')`): the JSON-RPC client with
+ * The `daemon` service other plugins use (`deps: { daemon: daemonService }`, see api.ts): the JSON-RPC client with
  * this node's limits applied. At most `concurrency` calls run at once; at most `maxQueued` more wait, beyond
  * that a call fails at once; no call, waiting included, outlives `timeoutMs`. Hot public reads go through
  * the short cache. Credentials are (re)read from the config, cookie or conf file when the daemon refuses or
  * cannot be reached, so a daemon restarted with a new cookie is picked up without restarting the node.
  */
-import { RpcError, createRpcClient, type RpcClient, type RpcClientOptions, type RpcConnection } from '../../core/plugin-api.ts';
+import { RpcError, createRpcClient, type RpcClient, type RpcClientOptions, type RpcConnection } from '../../lib/daemon-rpc/rpc.ts';
 import { HotCache } from './cache.ts';
 import { resolveConnection, type Connection, type DaemonSettings } from './settings.ts';
 

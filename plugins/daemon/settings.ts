@@ -2,7 +2,8 @@
  * The `daemon:` config section and how the RPC endpoint and credentials are found: explicit `rpc` keys
  * first, then the cookie file, then the daemon's own config file, then the reference defaults.
  */
-import { cookieCandidates, readConf, readCookie, type DaemonConf, type Network } from '../../core/plugin-api.ts';
+import { configSchema as defineConfig } from '../../core/plugin-api.ts';
+import { cookieCandidates, readConf, readCookie, type DaemonConf, type Network } from '../../lib/daemon-rpc/conf.ts';
 
 export interface DaemonSettings {
   rpc: { url?: string; user?: string; password?: string };
@@ -32,7 +33,7 @@ export interface DaemonSettings {
 
 const argv = { type: 'array', items: { type: 'string', minLength: 1, maxLength: 4096 }, minItems: 1, maxItems: 64 };
 
-export const configSchema = {
+export const configSchema = defineConfig<DaemonSettings>({
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -75,7 +76,7 @@ export const configSchema = {
       default: {},
     },
   },
-} as const;
+});
 
 /** Reference fallbacks (facts §3.1): the port of a node's daemon and the conf's default credentials. */
 const DEFAULT_PORT: Record<Network, number> = { main: 16124, test: 26124, regtest: 26124 };

@@ -4,8 +4,7 @@
  * `{error, message[, hint]}` for the API key and unknown logs.
  */
 import crypto from 'node:crypto';
-import type { Logger } from 'pino';
-import { reply, type Clock, type HandlerInput } from '../../core/plugin-api.ts';
+import { reply, type Clock, type HandlerInput, type Log } from '../../core/plugin-api.ts';
 import type { DeployerConfig } from './config.ts';
 import type { Engine } from './engine.ts';
 import { findDeployment, logLines, readLog, renderText } from './logs.ts';
@@ -19,7 +18,7 @@ import type { Supervisor } from './supervisor.ts';
 
 interface Parts {
   cfg: DeployerConfig;
-  log: Logger;
+  log: Log;
   clock: Clock;
   store: StateStore;
   engine: Engine;
@@ -37,15 +36,6 @@ const ack = (message: string, delivery_id: string) => reply(200, { status: 'succ
 
 export function handlers(p: Parts) {
   const { cfg, log, store, engine, queue, supervisor } = p;
-
-  /** `Authorization: Bearer <key>` or `Token <key>` (or the X-API-Key the reference's client sends). */
-  const keyRefused = (h: HandlerInput['headers']) => {
-    if (!cfg.apiKey) return null;
-    const m = /^(?:Bearer|Token)\s+(.+)$/i.exec(first(h.authorization) ?? '');
-    const given = m?.[1].trim() ?? first(h['x-api-key']);
-    if (given !== undefined && crypto.timingSafeEqual(digest(given), digest(cfg.apiKey))) return null;
-    return reply(401, { error: 'Unauthorized', message: 'Valid API key required' });
-  };
 
   const queueView = () => ({
     pending: queue.pending
@@ -117,9 +107,7 @@ export function handlers(p: Parts) {
       return ack('Deployment queued', deliveryId);
     },
 
-    status({ headers }: HandlerInput) {
-      const refused = keyRefused(headers);
-      if (refused) return refused;
+    status() {
       const s = store.state;
       const a = engine.active;
       if (a) {
@@ -170,9 +158,7 @@ export function handlers(p: Parts) {
       });
     },
 
-    logs({ headers, params, query }: HandlerInput) {
-      const refused = keyRefused(headers);
-      if (refused) return refused;
+    logs({ params, query }: HandlerInput) {
       const id = String(params.identifier);
       const format = query.format ?? 'text';
       if (format !== 'text' && format !== 'json') return error(400, 'format must be text or json');

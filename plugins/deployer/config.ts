@@ -1,3 +1,5 @@
+import { configSchema as defineConfig } from '../../core/plugin-api.ts';
+
 /**
  * The deployer's config section (`deployer:`). The service builds it from env variables (README lists them);
  * defaults and bounds live here, once.
@@ -20,7 +22,6 @@ export interface DeployerConfig {
   webhookSecret: string;
   signatureVerify: boolean;
   webhookPath: string;
-  webhookTimeoutMs: number;
   debounceSeconds: number;
   /** Webhook requests per minute per IP; 0 = no limit. */
   rateLimitPerMinute: number;
@@ -28,10 +29,34 @@ export interface DeployerConfig {
   keepReleases: number;
 }
 
-export const configSchema = {
+/** The environment variables the deployer's keys are bound to (spec: Configuration). */
+export const configEnv: Record<string, keyof DeployerConfig> = {
+  DEPLOY_ROOT: 'root',
+  GIT_REPO_URL: 'repoUrl',
+  GIT_BRANCH: 'branch',
+  APP_PORT: 'appPort',
+  PROJECT_TYPE: 'projectType',
+  INSTALL_COMMAND: 'installCommand',
+  BUILD_COMMAND: 'buildCommand',
+  RUN_COMMAND: 'runCommand',
+  FORCE_INSTALL: 'forceInstall',
+  DEPLOYMENT_TIMEOUT: 'deploymentTimeoutSeconds',
+  HEALTH_CHECK_RETRIES: 'healthCheckRetries',
+  HEALTH_CHECK_DELAY: 'healthCheckDelaySeconds',
+  WEBHOOK_SECRET: 'webhookSecret',
+  WEBHOOK_SIGNATURE_VERIFY: 'signatureVerify',
+  WEBHOOK_PATH: 'webhookPath',
+  DEBOUNCE_DELAY: 'debounceSeconds',
+  WEBHOOK_RATE_LIMIT: 'rateLimitPerMinute',
+  API_KEY: 'apiKey',
+  KEEP_RELEASES: 'keepReleases',
+};
+
+export const configSchema = defineConfig<DeployerConfig>({
   type: 'object',
   properties: {
-    root: { type: 'string', minLength: 1 },
+    // Relative to the working folder of the service.
+    root: { type: 'string', minLength: 1, default: './deploy' },
     repoUrl: { type: 'string', minLength: 1, pattern: '^[^-\\s]\\S*$' },
     // A ref name git accepts as a branch: no leading dash, no '..', no spaces or control characters.
     branch: { type: 'string', default: 'main', pattern: '^(?!-)(?!.*\\.\\.)(?!.*//)[A-Za-z0-9._/-]+(?<!\\.lock)(?<![/.])$' },
@@ -46,16 +71,20 @@ export const configSchema = {
     healthCheckDelaySeconds: { type: 'number', minimum: 0, maximum: 60, default: 10 },
     webhookSecret: { type: 'string', default: '' },
     signatureVerify: { type: 'boolean', default: false },
-    webhookPath: { type: 'string', default: '/webhook', pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9_.~-]+)+$' },
-    webhookTimeoutMs: { type: 'integer', minimum: 1000, maximum: 600000, default: 30000 },
+    webhookPath: {
+      type: 'string',
+      default: '/webhook',
+      pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9_.~-]+)+$',
+      errorMessage: 'must be a path such as /webhook (letters, digits, _ . ~ - between slashes)',
+    },
     debounceSeconds: { type: 'number', minimum: 0, maximum: 3600, default: 5 },
     rateLimitPerMinute: { type: 'integer', minimum: 0, default: 10 },
     apiKey: { type: 'string', default: '' },
     keepReleases: { type: 'integer', minimum: 1, maximum: 50, default: 3 },
   },
-  required: ['root', 'repoUrl', 'appPort'],
+  required: ['repoUrl', 'appPort'],
   additionalProperties: false,
-} as const;
+});
 
 /** Cross-field rules the schema cannot say; returns the reason or null. */
 export function configProblem(c: DeployerConfig): string | null {

@@ -3,9 +3,9 @@
  * stopping_app, building, starting_app, health_check, completed), each timed in the build log. Any failure
  * (or the DEPLOYMENT_TIMEOUT watchdog) rolls back: the release that ran before is started again.
  */
+import type { Log } from '../../core/plugin-api.ts';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Logger } from 'pino';
 import type { Clock } from '../../core/plugin-api.ts';
 import type { DeployerConfig } from './config.ts';
 import { GitCache, GitError } from './git.ts';
@@ -57,7 +57,7 @@ export class Engine {
     private readonly cfg: DeployerConfig,
     private readonly store: StateStore,
     private readonly supervisor: Supervisor,
-    private readonly log: Logger,
+    private readonly log: Log,
     private readonly clock: Clock,
   ) {
     this.releasesDir = path.join(cfg.root, 'releases');

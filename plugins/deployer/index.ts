@@ -5,24 +5,27 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { VERSION, definePlugin } from '../../core/plugin-api.ts';
+import { VERSION, coreServices, definePlugin } from '../../core/plugin-api.ts';
+import { apiKeyStrategy } from './apikey.ts';
 import { handlers } from './api.ts';
-import { configProblem, configSchema, type DeployerConfig } from './config.ts';
+import { configEnv, configProblem, configSchema } from './config.ts';
 import { DeployFailure, Engine } from './engine.ts';
 import { DeployQueue } from './queue.ts';
 import { RateLimiter } from './ratelimit.ts';
 import { StateStore } from './state.ts';
 import { Supervisor } from './supervisor.ts';
 
-export default definePlugin<DeployerConfig>({
+export default definePlugin({
   id: 'deployer',
   version: VERSION,
   configSchema,
+  env: configEnv,
+  deps: { log: coreServices.log, clock: coreServices.clock, node: coreServices.node, auth: coreServices.auth },
   async setup(ctx) {
-    const cfg = ctx.config;
+    const cfg = { ...ctx.config, root: path.resolve(ctx.config.root) };
     const problem = configProblem(cfg);
     if (problem) throw new Error(problem);
-    if (cfg.appPort === ctx.node.api.port) throw new Error(`APP_PORT ${cfg.appPort} is the service's own port (WEBHOOK_PORT); the app needs another`);
+    if (cfg.appPort === ctx.node.apiPort) throw new Error(`APP_PORT ${cfg.appPort} is the service's own port (WEBHOOK_PORT); the app needs another`);
     fs.mkdirSync(path.join(cfg.root, 'logs'), { recursive: true });
 
     const store = new StateStore(path.join(ctx.node.dataDir, 'deployer', 'state.json'));
@@ -57,9 +60,11 @@ export default definePlugin<DeployerConfig>({
     if (store.state.pending) queue.submit(store.state.pending);
     ctx.log.info({ repo: cfg.repoUrl, branch: cfg.branch, appPort: cfg.appPort, release: current?.id ?? null, verify: cfg.signatureVerify }, 'deployment trigger ready');
 
+    const dropApiKey = ctx.auth.useStrategy('apikey', apiKeyStrategy(cfg.apiKey));
     return {
       handlers: handlers({ cfg, log: ctx.log, clock: ctx.clock, store, engine, queue, supervisor, limiter: new RateLimiter(cfg.rateLimitPerMinute, () => ctx.clock.now()) }),
       async dispose() {
+        dropApiKey();
         engine.stopping = true;
         const active = engine.active;
         // The interrupted commit goes back in the pending slot (unless a newer one waits there).

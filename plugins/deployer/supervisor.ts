@@ -3,9 +3,9 @@
  * own process group, restarted with a growing pause when it dies, stopped group-wide. The spec exposes two
  * states: RUNNING, and STOPPED for everything else (stopped, waiting to restart).
  */
+import type { Log } from '../../core/plugin-api.ts';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import type { Logger } from 'pino';
 import { childEnv, describe, killGroup, spawnCommand, type Command } from './proc.ts';
 
 export interface AppSpec {
@@ -33,7 +33,7 @@ export class Supervisor {
   constructor(
     private readonly opts: {
       logFile: string;
-      log: Logger;
+      log: Log;
       /** Marks our children's env, so a restarted service can tell its own orphan from a stranger. */
       marker: string;
       onPid?: (pid: number | null) => void;
@@ -121,7 +121,7 @@ export class Supervisor {
   }
 
   /** Stop an app a previous run of the service left behind (it crashed without stopping it). */
-  static async reapOrphan(pid: number | null | undefined, marker: string, log: Logger): Promise<void> {
+  static async reapOrphan(pid: number | null | undefined, marker: string, log: Log): Promise<void> {
     if (!pid) return;
     let environ: string;
     try {

@@ -3,7 +3,7 @@
  * window, then `getblock <hash> 2` (every transaction in full, one call per block) with up to `window`
  * blocks requested ahead of the ones being applied.
  */
-import type { RpcClient } from '../../core/plugin-api.ts';
+import type { RpcClient } from '../daemon/api.ts';
 import type { RpcBlock } from './block.ts';
 
 export interface FetchOptions {

@@ -1,5 +1,6 @@
 /** The /explorer route handlers: per-address reads, the sync check, and the operator's scanner controls. */
-import { ApiError, RpcError, type HandlerInput, type RpcClient } from '../../core/plugin-api.ts';
+import { ApiError, type HandlerInput } from '../../core/plugin-api.ts';
+import { RpcError, type RpcClient } from '../daemon/api.ts';
 import { looksLikeAddress } from './address.ts';
 import type { Scanner } from './scanner.ts';
 import type { ExplorerStore } from './store.ts';

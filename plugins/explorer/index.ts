@@ -3,7 +3,8 @@
  * balances per address, amounts as integers) and follows its tip, rolling back reorganisations. Uses the
  * `daemon` service; serves the /explorer routes.
  */
-import { definePlugin, type RpcClient } from '../../core/plugin-api.ts';
+import { configSchema, coreServices, definePlugin } from '../../core/plugin-api.ts';
+import { daemonService, type RpcClient } from '../daemon/api.ts';
 import { explorerHandlers } from './handlers.ts';
 import { NedbExplorerStore } from './nedb-store.ts';
 import { Scanner } from './scanner.ts';
@@ -33,11 +34,11 @@ function uncached(daemon: RpcClient): RpcClient {
   };
 }
 
-export default definePlugin<ExplorerConfig>({
+export default definePlugin({
   id: 'explorer',
   version: '1.0.0',
-  requires: ['daemon'],
-  configSchema: {
+  deps: { daemon: daemonService, store: coreServices.store, log: coreServices.log },
+  configSchema: configSchema<ExplorerConfig>({
     type: 'object',
     additionalProperties: false,
     properties: {
@@ -49,10 +50,10 @@ export default definePlugin<ExplorerConfig>({
       prefetch: { type: 'integer', minimum: 1, maximum: 256, default: 32 },
       undoDepth: { type: 'integer', minimum: 10, maximum: 1_000_000, default: 1000 },
     },
-  },
+  }),
   setup(ctx) {
     const cfg = ctx.config;
-    const rpc = uncached(ctx.services.get<RpcClient>('daemon'));
+    const rpc = uncached(ctx.daemon);
     const store = new NedbExplorerStore(ctx.store('index'), { undoDepth: cfg.undoDepth });
     const scanner = new Scanner(rpc, store, {
       startHeight: cfg.startHeight,

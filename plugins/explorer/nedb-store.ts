@@ -18,7 +18,7 @@
  * it spent.
  * Readers and the writer share a lock so an answer never sees half a run.
  */
-import type { Datastore } from '../../core/plugin-api.ts';
+import type { Collection } from '../../core/plugin-api.ts';
 import { IndexInconsistentError, type ExplorerStore, type ParsedBlock, type Tip, type TxRef, type Utxo } from './store.ts';
 
 // Documents are kept small (every field is copied, indexed or serialised on each write): what the id says
@@ -87,7 +87,7 @@ export class NedbExplorerStore implements ExplorerStore {
   private readonly hot = new Map<string, UtxoDoc>();
 
   constructor(
-    private readonly ds: Datastore,
+    private readonly ds: Collection,
     private readonly opts: NedbStoreOptions,
   ) {}
 

@@ -5,7 +5,7 @@
  * Stopping finishes the block in hand and nothing more.
  */
 import { setMaxListeners } from 'node:events';
-import { RpcError, type RpcClient } from '../../core/plugin-api.ts';
+import { RpcError, type RpcClient } from '../daemon/api.ts';
 import { parseBlock } from './block.ts';
 import { BlockFetcher } from './fetch.ts';
 import { IndexInconsistentError, type ExplorerStore } from './store.ts';

@@ -3,7 +3,7 @@
  * identity store's `appowners` collection, one document `{ appname, owner }` per application (owner =
  * the wallet id that registered it). Names are matched exactly (never as a pattern).
  */
-import type { Datastore } from '../../core/plugin-api.ts';
+import type { Collection } from '../../core/plugin-api.ts';
 
 export interface AppOwnerRecord {
   _id?: string;
@@ -12,7 +12,7 @@ export interface AppOwnerRecord {
 }
 
 export class AppOwners {
-  constructor(private readonly store: Datastore<AppOwnerRecord>) {}
+  constructor(private readonly store: Collection<AppOwnerRecord>) {}
 
   init(): Promise<void> {
     return this.store.ensureIndex({ fieldName: 'appname', unique: true });

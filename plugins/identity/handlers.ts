@@ -1,10 +1,9 @@
 /** The route handlers of manifests/identity.yaml. */
-import { ApiError, websocket, type HandlerInput, type PluginContext } from '../../core/plugin-api.ts';
+import { ApiError, websocket, type Auth, type Clock, type Collection, type HandlerInput, type Health } from '../../core/plugin-api.ts';
 import { EXPIRED, Logins, USED, readLoginInput } from './login.ts';
 import { PHRASE_FORM, type PhraseBook, type PhraseRecord } from './phrases.ts';
 import type { SessionBook, SessionRecord } from './sessions.ts';
 import { LoginSockets, errorEnvelope } from './sockets.ts';
-import type { Datastore } from '../../core/plugin-api.ts';
 
 export interface SignRecord {
   _id?: string;
@@ -16,12 +15,14 @@ export interface SignRecord {
 }
 
 export interface HandlerDeps {
-  ctx: PluginContext;
+  health: Health;
+  auth: Auth;
+  clock: Clock;
   phrases: PhraseBook;
   sessions: SessionBook;
   sockets: LoginSockets;
   logins: Logins;
-  signs: Datastore<SignRecord>;
+  signs: Collection<SignRecord>;
   wsTimeoutMs: number;
 }
 
@@ -30,11 +31,11 @@ const sessionView = (s: SessionRecord) => ({ legacyid: s.legacyid, loginPhrase: 
 const phraseView = (p: PhraseRecord) => ({ loginPhrase: p.loginPhrase, createdAt: iso(p.createdAt), expireAt: iso(p.expireAt), used: p.usedAt !== undefined, emergency: !!p.emergency });
 
 export function makeHandlers(d: HandlerDeps) {
-  const { ctx, phrases, sessions, sockets, logins } = d;
+  const { phrases, sessions, sockets, logins, clock, auth } = d;
 
   // Concurrent phrase requests share one run of the checks that gate login (not the report-only ones).
-  let checking: ReturnType<typeof ctx.health.run> | null = null;
-  const health = () => (checking ??= ctx.health.run({ requiredOnly: true }).finally(() => (checking = null)));
+  let checking: ReturnType<Health['run']> | null = null;
+  const health = () => (checking ??= d.health.run({ requiredOnly: true }).finally(() => (checking = null)));
 
   return {
     loginphrase: async () => {
@@ -59,7 +60,7 @@ export function makeHandlers(d: HandlerDeps) {
     providesign: async ({ body }: HandlerInput) => {
       const input = readLoginInput(body);
       await logins.login(input);
-      const now = ctx.clock.now();
+      const now = clock.now();
       const rec = await d.signs.insert({ signature: input.signature, identifier: input.legacyid, loginPhrase: input.loginPhrase, createdAt: now, expiredAt: now + 15 * 60_000 });
       return { signature: rec.signature, identifier: rec.identifier, createdAt: iso(rec.createdAt), expiredAt: iso(rec.expiredAt), _id: rec._id };
     },
@@ -104,7 +105,7 @@ export function makeHandlers(d: HandlerDeps) {
         if (typeof b.loginPhrase !== 'string' || !b.loginPhrase) throw new ApiError(400, 'MissingPhrase', 'No user loginPhrase specified');
         if (typeof b.signature !== 'string' || !b.signature) throw new ApiError(400, 'MissingSignature', 'No user Core ID signature specified');
         const s = await sessions.resolve({ legacyid: b.legacyid, loginPhrase: b.loginPhrase, signature: b.signature });
-        level = s ? ctx.auth.callerFor(s).privilege : 'none';
+        level = s ? auth.callerFor(s).privilege : 'none';
       }
       return { message: level, privilege: level };
     },
@@ -117,7 +118,7 @@ export function makeHandlers(d: HandlerDeps) {
       if (refusal) return LoginSockets.finish(socket, errorEnvelope(refusal.code as number, refusal.name, refusal.message));
       const rec = phrases.get(phrase)!;
       if (rec.usedAt !== undefined) return LoginSockets.finish(socket, errorEnvelope(401, 'UsedPhrase', USED));
-      const timeout = Math.min(d.wsTimeoutMs, rec.expireAt - ctx.clock.now());
+      const timeout = Math.min(d.wsTimeoutMs, rec.expireAt - clock.now());
       sockets.add(phrase, socket, timeout, errorEnvelope(401, 'ExpiredPhrase', EXPIRED));
     }),
   };

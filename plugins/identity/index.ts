@@ -2,14 +2,14 @@
  * Identity: wallet login (a server-issued phrase signed by a bitcoin-style or ethereum key), sessions the
  * host resolves per request from a memory cache, and the app-owner lookup of the appowner levels.
  */
-import { VERSION, definePlugin, type Datastore } from '../../core/plugin-api.ts';
+import { VERSION, configSchema, coreServices, definePlugin, type Collection } from '../../core/plugin-api.ts';
 import { AppOwners } from './appowners.ts';
 import { makeHandlers, type SignRecord } from './handlers.ts';
 import { Logins } from './login.ts';
 import { PhraseBook } from './phrases.ts';
 import { SessionBook } from './sessions.ts';
 import { LoginSockets } from './sockets.ts';
-import { verifierBackend, verifySignature } from './verify.ts';
+import { verifierBackend } from './verify.ts';
 
 export interface IdentityConfig {
   sessionTtlHours: number;
@@ -21,16 +21,11 @@ export interface IdentityConfig {
   purgeIntervalSeconds: number;
 }
 
-/** What other plugins may use (`requires: ['identity']`). */
-export interface IdentityService {
-  verifySignature(message: string, legacyid: string, signature: string): boolean;
-  appOwners: Pick<AppOwners, 'get' | 'set' | 'remove'>;
-}
-
-export default definePlugin<IdentityConfig>({
+export default definePlugin({
   id: 'identity',
   version: VERSION,
-  configSchema: {
+  deps: { store: coreServices.store, clock: coreServices.clock, auth: coreServices.auth, health: coreServices.health, log: coreServices.log },
+  configSchema: configSchema<IdentityConfig>({
     type: 'object',
     properties: {
       // The spec: a session lasts up to 14 days.
@@ -44,22 +39,21 @@ export default definePlugin<IdentityConfig>({
       purgeIntervalSeconds: { type: 'integer', minimum: 1, default: 60 },
     },
     additionalProperties: false,
-  },
+  }),
   async setup(ctx) {
     const cfg = ctx.config;
     const phrases = new PhraseBook(ctx.store('phrases'), ctx.clock, cfg.maxActivePhrases);
     const sessions = new SessionBook(ctx.store('sessions'), ctx.clock, cfg.maxCachedSessions);
     const owners = new AppOwners(ctx.store('appowners'));
-    const signs = ctx.store('signatures') as Datastore<SignRecord>;
+    const signs = ctx.store('signatures') as Collection<SignRecord>;
     await Promise.all([phrases.init(), sessions.init(), owners.init(), signs.ensureIndex({ fieldName: 'expiredAt' })]);
 
     const sockets = new LoginSockets({ perPhrase: cfg.maxSocketsPerPhrase, total: cfg.maxSockets });
     const logins = new Logins({ phrases, sessions, sockets, auth: ctx.auth, clock: ctx.clock, sessionTtlMs: cfg.sessionTtlHours * 3600_000 });
 
     const dropResolver = ctx.auth.useSessionResolver((h) => sessions.resolve(h));
-    // An apps plugin that keeps its own registry replaces this lookup (it runs after us: requires ['identity']).
+    // An apps plugin that keeps its own registry replaces this lookup.
     const dropOwners = ctx.auth.useAppOwnerLookup((app) => owners.get(app));
-    ctx.services.provide<IdentityService>('identity', { verifySignature, appOwners: owners });
 
     const purge = async () => {
       try {
@@ -75,7 +69,7 @@ export default definePlugin<IdentityConfig>({
       ctx.log.warn('secp256k1 native binding not built: login signatures are checked in pure JS (about 20x slower); run `npm rebuild secp256k1`');
 
     return {
-      handlers: makeHandlers({ ctx, phrases, sessions, sockets, logins, signs, wsTimeoutMs: cfg.wsTimeoutSeconds * 1000 }),
+      handlers: makeHandlers({ health: ctx.health, auth: ctx.auth, clock: ctx.clock, phrases, sessions, sockets, logins, signs, wsTimeoutMs: cfg.wsTimeoutSeconds * 1000 }),
       dispose: () => {
         clearInterval(timer);
         dropResolver();

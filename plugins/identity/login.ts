@@ -2,7 +2,7 @@
  * The login: input checks in the reference's order and words, the phrase claim, the one signature check,
  * the session, and the push to waiting websockets. Every refusal is an ApiError a person can act on.
  */
-import { ApiError, type AuthService, type Clock } from '../../core/plugin-api.ts';
+import { ApiError, type Auth, type Clock } from '../../core/plugin-api.ts';
 import { idKind } from './ids.ts';
 import { PHRASE_FORM, PHRASE_TTL_MS, phraseTime, type PhraseBook } from './phrases.ts';
 import { digestOf, type SessionBook } from './sessions.ts';
@@ -53,7 +53,7 @@ export function readLoginInput(body: unknown): LoginInput {
 
 export class Logins {
   constructor(
-    private readonly deps: { phrases: PhraseBook; sessions: SessionBook; sockets: LoginSockets; auth: AuthService; clock: Clock; sessionTtlMs: number },
+    private readonly deps: { phrases: PhraseBook; sessions: SessionBook; sockets: LoginSockets; auth: Auth; clock: Clock; sessionTtlMs: number },
   ) {}
 
   /** Why a phrase cannot be used to log in or to wait on, or null when it can. */

@@ -6,7 +6,7 @@
  * grow the store without limit, the oldest phrase is dropped instead.
  */
 import crypto from 'node:crypto';
-import type { Clock, Datastore } from '../../core/plugin-api.ts';
+import type { Clock, Collection } from '../../core/plugin-api.ts';
 import { GroupCommit } from './batch.ts';
 
 export const PHRASE_TTL_MS = 15 * 60_000;
@@ -50,7 +50,7 @@ export class PhraseBook {
   private readonly claims: GroupCommit<string>;
 
   constructor(
-    private readonly store: Datastore<PhraseRecord>,
+    private readonly store: Collection<PhraseRecord>,
     private readonly clock: Clock,
     private readonly max: number,
   ) {

@@ -6,7 +6,7 @@
  * The store keeps the SHA-256 of the session's signature, not the signature: the header's signature must
  * hash to it (so it is equal), and a copied data folder holds no usable credential.
  */
-import type { Clock, Datastore } from '../../core/plugin-api.ts';
+import type { Clock, Collection } from '../../core/plugin-api.ts';
 import { GroupCommit } from './batch.ts';
 import { sha256 } from './ids.ts';
 
@@ -46,7 +46,7 @@ export class SessionBook {
   private readonly inserts: GroupCommit<SessionRecord>;
 
   constructor(
-    private readonly store: Datastore<SessionRecord>,
+    private readonly store: Collection<SessionRecord>,
     private readonly clock: Clock,
     private readonly maxCached: number,
   ) {

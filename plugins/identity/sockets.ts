@@ -4,7 +4,7 @@
  * push, when its phrase expires, or when the node stops. Only sockets already waiting get the answer (the
  * signature is never kept for late readers).
  */
-import type { WebSocket } from '../../core/plugin-api.ts';
+import type { Socket } from '../../core/plugin-api.ts';
 
 /** Close code after the login answer (the reference's code, which existing pages expect). */
 export const CLOSE_LOGGED_IN = 4012;
@@ -12,13 +12,13 @@ export const CLOSE_LOGGED_IN = 4012;
 export const errorEnvelope = (code: number, name: string, message: string) => ({ status: 'error', data: { code, name, message } });
 
 export class LoginSockets {
-  private readonly byPhrase = new Map<string, Set<WebSocket>>();
+  private readonly byPhrase = new Map<string, Set<Socket>>();
   private count = 0;
 
   constructor(private readonly limits: { perPhrase: number; total: number }) {}
 
   /** Send one envelope and close (ignoring a socket the client already closed). */
-  static finish(ws: WebSocket, envelope: unknown, code = 1000): void {
+  static finish(ws: Socket, envelope: unknown, code = 1000): void {
     try {
       ws.send(JSON.stringify(envelope), () => ws.close(code));
     } catch {
@@ -27,8 +27,8 @@ export class LoginSockets {
   }
 
   /** Wait on `phrase` for at most `timeoutMs`; the error of `onTimeout` is sent when time runs out. */
-  add(phrase: string, ws: WebSocket, timeoutMs: number, onTimeout: unknown): void {
-    const set = this.byPhrase.get(phrase) ?? new Set<WebSocket>();
+  add(phrase: string, ws: Socket, timeoutMs: number, onTimeout: unknown): void {
+    const set = this.byPhrase.get(phrase) ?? new Set<Socket>();
     if (set.size >= this.limits.perPhrase || this.count >= this.limits.total) {
       const why = set.size >= this.limits.perPhrase ? `${this.limits.perPhrase} sockets already wait on this login phrase` : 'too many login sockets are open on this node';
       LoginSockets.finish(ws, errorEnvelope(429, 'TooManySockets', `Refused: ${why}. Close other pages or try again shortly.`), 1013);

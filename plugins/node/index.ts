@@ -3,18 +3,19 @@
  * fitness-check framework behind `/core/health` (which gates `GET /id/loginphrase`).
  */
 import os from 'node:os';
-import { ApiError, VERSION, definePlugin, sse } from '../../core/plugin-api.ts';
+import { ApiError, VERSION, configSchema, coreServices, definePlugin, sse } from '../../core/plugin-api.ts';
 
-interface CoreConfig {
+interface NodeConfig {
   routerIp: string;
   hardenedOs: boolean;
   eventStream: boolean;
 }
 
-export default definePlugin<CoreConfig>({
+export default definePlugin({
   id: 'node',
   version: VERSION,
-  configSchema: {
+  deps: { clock: coreServices.clock, store: coreServices.store, health: coreServices.health, events: coreServices.events, node: coreServices.node },
+  configSchema: configSchema<NodeConfig>({
     type: 'object',
     properties: {
       routerIp: { type: 'string', default: '' },
@@ -22,7 +23,7 @@ export default definePlugin<CoreConfig>({
       eventStream: { type: 'boolean', default: false },
     },
     additionalProperties: false,
-  },
+  }),
   setup(ctx) {
     const started = ctx.clock.now();
     // The store answering a trivial query is the first fitness check (reference gate 1).
@@ -38,10 +39,10 @@ export default definePlugin<CoreConfig>({
         uptime: () => Math.floor((ctx.clock.now() - started) / 1000),
         systemuptime: () => Math.round(os.uptime() * 1000),
         nodejsversions: () => process.versions,
-        apiport: () => String(ctx.node.api.port),
+        apiport: () => String(ctx.node.apiPort),
         routerip: () => ctx.config.routerIp,
         ishardenedos: () => ctx.config.hardenedOs,
-        id: () => ctx.node.initial.legacyid,
+        id: () => ctx.node.operatorId,
         coreids: () => ({ coreTeamCoreID: ctx.node.coreTeam[0] ?? '', coreSupportTeamCoreID: ctx.node.coreTeam[1] ?? '' }),
         health: () => ctx.health.run(),
         eventstream: sse(async ({ headers, signal }, stream) => {

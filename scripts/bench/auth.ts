@@ -53,7 +53,7 @@ async function serve(pureJs: boolean): Promise<void> {
     req.cache[id]!.exports = req('secp256k1/elliptic');
   }
   const { REPO_ROOT, resolveConfig } = await import('../../core/config.ts');
-  const { createNodeHost } = await import('../../core/node-host.ts');
+  const { Host } = await import('../../core/host.ts');
   const { verifierBackend, verifySignature } = await import('../../plugins/identity/verify.ts');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corenode-bench-auth-'));
   const manifests = path.join(dir, 'manifests');
@@ -66,7 +66,7 @@ async function serve(pureJs: boolean): Promise<void> {
   );
   fs.writeFileSync(path.join(manifests, 'identity.yaml'), YAML.stringify(identity));
   const config = resolveConfig({ dataDir: path.join(dir, 'data'), manifestsDir: manifests, log: { level: 'silent' }, watch: false }, 'bench');
-  const host = createNodeHost({ config });
+  const host = new Host({ config });
   await host.start();
   const port = await host.listen(0, '127.0.0.1');
   process.on('message', (m: { loop?: Pair[]; cpu?: boolean }) => {

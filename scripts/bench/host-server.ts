@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { REPO_ROOT, resolveConfig } from '../../core/config.ts';
-import { createNodeHost } from '../../core/node-host.ts';
+import { Host } from '../../core/host.ts';
 import { VERSION } from '../../core/version.ts';
 
 const t0 = performance.now();
@@ -54,7 +54,7 @@ async function startHost() {
   const bulk = path.join(manifests, 'bulk.yaml');
   fs.writeFileSync(bulk, bulkManifest(500, 'a'));
   const config = resolveConfig({ dataDir: path.join(dir, 'data'), manifestsDir: manifests, pluginsDir: plugins, log: { level: 'silent' }, watch: false }, 'bench');
-  const host = createNodeHost({ config });
+  const host = new Host({ config });
   const port = await host.listen(0, '127.0.0.1');
   await host.start();
   let flip = false;

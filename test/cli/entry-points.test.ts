@@ -68,7 +68,7 @@ describe('CLI entry points, run as real commands', function () {
   });
 
   describe('npm run corectl, against the running node', () => {
-    it('plugins list: the node plugins with the routes the node serves, none of the deployer service', async () => {
+    it('plugins list: the node plugins with the routes the node serves, none of the deployer listener's', async () => {
       const table = await corectl(['plugins', 'list'], env);
       assert.equal(table.code, 0, table.stderr);
       assert.match(table.stdout, /^PLUGIN\s+STATE\s+SET BY\s+MANIFEST\s+ROUTES$/m);
@@ -102,7 +102,7 @@ describe('CLI entry points, run as real commands', function () {
       assert.match(host.stderr, /part of the host/);
       const deployer = await corectl(['plugins', 'enable', 'deployer'], env);
       assert.equal(deployer.code, 1);
-      assert.match(deployer.stderr, /the deployer plugin is served by the deployer service, not by the node/);
+      assert.match(deployer.stderr, /the deployer plugin serves the deployer listener, another process than this node's api/);
     });
 
     it('manifests validate: ok for the node folder; file:line:col and exit 1 for a bad manifest', async () => {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { WebSocket } from 'ws';
 import type { BoundRoute } from '../../core/http/chain.ts';
 import { REPO_ROOT, resolveConfig } from '../../core/config.ts';
-import { createDeployerHost } from '../../core/deployer-host.ts';
+import { createDeployerHost } from '../deployer/env.ts';
 import type { Host } from '../../core/host.ts';
 import { loadManifestDir, type RouteSpec } from '../../core/manifest/parse.ts';
 import { wireStatuses } from '../../core/http/openapi.ts';
@@ -94,7 +94,7 @@ async function probeSocket(base: URL, spec: RouteSpec): Promise<string[]> {
 
 function routesOf(service: string): RouteSpec[] {
   return loadManifestDir(MANIFESTS)
-    .filter((m) => m.service === service)
+    .filter((m) => m.listener === service)
     .flatMap((m) => m.routes);
 }
 
@@ -151,14 +151,14 @@ describe('contract: body rules of the spec', () => {
   });
 });
 
-describeService('node', async (root) => {
+describeService('api', async (root) => {
   const node: TestNode = await startNode({ dataDir: path.join(root, 'data'), config: contractConfig(root) });
   return node;
 });
 
 describeService('deployer', async (root) => {
   const config = resolveConfig(
-    { api: { port: 0, host: '127.0.0.1' }, dataDir: path.join(root, 'deployer-state'), log: { level: process.env.TEST_LOG ?? 'silent' }, watch: false, ...contractConfig(root) },
+    { listener: 'deployer', api: { port: 0, host: '127.0.0.1' }, dataDir: path.join(root, 'deployer-state'), log: { level: process.env.TEST_LOG ?? 'silent' }, watch: false, ...contractConfig(root) },
     'contract config',
   );
   const host = createDeployerHost({ config });

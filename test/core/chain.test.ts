@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { WebSocket } from 'ws';
 import { resolveConfig } from '../../core/config.ts';
-import { createNodeHost } from '../../core/node-host.ts';
+import { Host } from '../../core/host.ts';
 
 import { tempDir, type TestNode } from '../support/node.ts';
 import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, eventually, manifestsDir, startFixtureNode } from './helpers.ts';
@@ -130,7 +130,7 @@ describe('host chain', () => {
         { dataDir, manifestsDir: manifestsDir(['host', `${FIXTURE_MANIFESTS}/fixture.yaml`]), pluginsDir: FIXTURE_PLUGINS, log: { level: 'silent' }, watch: false },
         'test',
       );
-      const host = createNodeHost({ config });
+      const host = new Host({ config });
       const port = await host.listen(0, '127.0.0.1');
       try {
         const res = await fetch(`http://127.0.0.1:${port}/fixture/echo`);

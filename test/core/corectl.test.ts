@@ -211,7 +211,7 @@ describe('corectl', function () {
         level: 'admin',
         plugin: 'fixture',
         handler: 'whoami',
-        service: 'node',
+        listener: 'api',
         alias: false,
       });
     });

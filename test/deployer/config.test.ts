@@ -1,6 +1,6 @@
 /** `npm run deployer`: configuration entirely from env, validated at start with messages naming the variable. */
 import assert from 'node:assert/strict';
-import { createDeployerHost, deployerConfigFromEnv, describeStartError } from '../../core/deployer-host.ts';
+import { createDeployerHost, deployerConfigFromEnv, describeStartError } from './env.ts';
 import { createAjv } from '../../core/manifest/schema.ts';
 import { configSchema } from '../../plugins/deployer/config.ts';
 import { Repo, freePort, nodeApp, runCli, tempDir, testEnv, waitFor } from './support.ts';
@@ -37,9 +37,11 @@ describe('deployer configuration', function () {
       {
         root: undefined, repoUrl: '/srv/repo.git', appPort: 3000, branch: 'main', projectType: 'auto', installCommand: '', buildCommand: '', runCommand: '',
         forceInstall: false, deploymentTimeoutSeconds: 1800, healthCheckRetries: 3, healthCheckDelaySeconds: 10, webhookSecret: '', signatureVerify: false,
-        webhookPath: '/webhook', webhookTimeoutMs: 30000, debounceSeconds: 5, rateLimitPerMinute: 10, apiKey: '', keepReleases: 3,
+        webhookPath: '/webhook', debounceSeconds: 5, rateLimitPerMinute: 10, apiKey: '', keepReleases: 3,
       },
     );
+    // WEBHOOK_TIMEOUT is the listener's (the host's) request timeout.
+    assert.equal(cfg.api.requestTimeoutMs, 30000);
     const host = createDeployerHost({ config: { ...cfg, dataDir: tempDir(), log: { level: 'silent' } } });
     await host.start();
     try {
@@ -55,7 +57,7 @@ describe('deployer configuration', function () {
     assert.throws(() => deployerConfigFromEnv({ ...BASE, DEBOUNCE_DELAY: 'soon' }), /DEBOUNCE_DELAY: must be a number, got 'soon'/);
     assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_SIGNATURE_VERIFY: 'maybe' }), /WEBHOOK_SIGNATURE_VERIFY: must be true or false/);
     assert.throws(() => deployerConfigFromEnv({ ...BASE, HEALTH_CHECK_RETRIES: '2.5' }), /HEALTH_CHECK_RETRIES: must be a whole number/);
-    assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_PORT: '70000' }), /WEBHOOK_PORT: must be a port/);
+    assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_PORT: "70000" }), /WEBHOOK_PORT: must be an integer port/);
     assert.throws(() => deployerConfigFromEnv({ ...BASE, LOG_LEVEL: 'chatty' }), /LOG_LEVEL: must be one of/);
     for (const p of ['no-slash', '/a b', '/../x', '/x/:id'])
       assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_PATH: p }), /WEBHOOK_PATH: must be a path such as \/webhook/, p);

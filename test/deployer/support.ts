@@ -11,7 +11,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { sign } from '@octokit/webhooks-methods';
 import { REPO_ROOT } from '../../core/config.ts';
-import { createDeployerHost, deployerConfigFromEnv } from '../../core/deployer-host.ts';
+import { createDeployerHost, deployerConfigFromEnv } from './env.ts';
 import type { Host } from '../../core/host.ts';
 import { fetchAnswer, type Answer } from '../support/node.ts';
 

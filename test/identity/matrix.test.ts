@@ -81,7 +81,7 @@ async function prepare(): Promise<{ manifestsDir: string; config: Record<string,
       skipped.push(`${f}: manifest does not load (${(e as Error).message})`);
       continue;
     }
-    if (m.service !== 'node') continue;
+    if (m.listener !== 'api') continue;
     if (m.plugin !== 'host') {
       const index = path.join(REPO_ROOT, 'plugins', m.plugin, 'index.ts');
       if (!fs.existsSync(index)) {

@@ -3,8 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resolveConfig, REPO_ROOT, type NodeConfig } from '../../core/config.ts';
-import { createNodeHost } from '../../core/node-host.ts';
-import type { Host } from '../../core/host.ts';
+import { Host } from '../../core/host.ts';
 import type { Clock } from '../../core/plugin-api.ts';
 
 export interface TestNode {
@@ -79,7 +78,7 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
     },
     'test config',
   );
-  const host = createNodeHost({ config, clock: opts.clock, onHandler: opts.onHandler });
+  const host = new Host({ config, clock: opts.clock, onHandler: opts.onHandler });
   await host.start();
   const port = await host.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
