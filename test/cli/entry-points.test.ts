@@ -68,7 +68,7 @@ describe('CLI entry points, run as real commands', function () {
   });
 
   describe('npm run corectl, against the running node', () => {
-    it('plugins list: the node plugins with the routes the node serves, none of the deployer listener's', async () => {
+    it('plugins list: the node plugins with the routes the node serves, none of the deployer listener', async () => {
       const table = await corectl(['plugins', 'list'], env);
       assert.equal(table.code, 0, table.stderr);
       assert.match(table.stdout, /^PLUGIN\s+STATE\s+SET BY\s+MANIFEST\s+ROUTES$/m);
