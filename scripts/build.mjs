@@ -87,7 +87,8 @@ export function build() {
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   if (!fs.existsSync(tsc)) {
     process.stderr.write('build: typescript is not installed; run `npm ci` (with the dev dependencies) first\n');
-    process.exit(1);
+    // `npm ci --omit=dev` runs `prepare` too: the install itself need not fail, the start will say why.
+    process.exit(process.env.npm_lifecycle_event === 'prepare' ? 0 : 1);
   }
   // Into a fresh folder, swapped in at the end: a failed build leaves the previous one, and files of
   // deleted sources do not linger.
