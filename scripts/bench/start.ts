@@ -4,8 +4,9 @@
  *
  *   npm start        the command a user types (build check, then node on the compiled JS in dist/)
  *   node dist        what the systemd unit runs (deploy/corenode.service): node on the compiled JS
- *   before: tsx      how `npm start` ran before (npm, a shell, the tsx launcher, node with tsx's loader on
- *                    the TypeScript sources): the baseline
+ *   before: tsx      how `npm start` ran before: its old script (`tsx core/cli/node.ts`) run by `npm start` in
+ *                    a scratch package whose node_modules is this one's (npm, a shell, the tsx launcher,
+ *                    node with tsx's loader on the TypeScript sources): the baseline
  *
  * For each: the processes the command leaves and the RSS of each once the node has idled `--idle` seconds
  * (all plugins enabled, no daemon behind them), the time from the command to the first answer of
@@ -34,11 +35,21 @@ const IDLE_S = arg('idle', 10);
 interface Mode {
   name: string;
   command: string[];
+  cwd?: string;
 }
+/** A package whose `npm start` is the old one, run against this checkout. */
+function baselinePackage(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-bench-before-'));
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'before', private: true, scripts: { start: `tsx ${path.join(ROOT, 'core/cli/node.ts')}` } }));
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  return dir;
+}
+const BEFORE = baselinePackage();
+process.on('exit', () => fs.rmSync(BEFORE, { recursive: true, force: true }));
 const MODES: Mode[] = [
   { name: 'npm start', command: ['npm', 'start'] },
   { name: 'node dist', command: ['node', 'dist/core/cli/node.js'] },
-  { name: 'before: tsx', command: ['npm', 'exec', '--offline', '-c', 'tsx core/cli/node.ts'] },
+  { name: 'before: tsx', command: ['npm', 'start'], cwd: BEFORE },
 ];
 
 interface Run {
@@ -82,7 +93,7 @@ async function once(mode: Mode): Promise<Run> {
   const config = path.join(dir, 'node.yaml');
   fs.writeFileSync(config, `api: { port: ${port}, host: 127.0.0.1 }\ndataDir: ${path.join(dir, 'data')}\nlog: { level: warn }\n`);
   const t0 = performance.now();
-  const child = spawn(mode.command[0], mode.command.slice(1), { cwd: ROOT, env: { ...process.env, CORENODE_CONFIG: config }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(mode.command[0], mode.command.slice(1), { cwd: mode.cwd ?? ROOT, env: { ...process.env, CORENODE_CONFIG: config }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   let exited = false;
@@ -133,7 +144,7 @@ async function main() {
   }
   const load = os.loadavg()[0].toFixed(1);
   console.log(`bench:start  ${RUNS} run(s) per command, ${IDLE_S} s idle, ${os.cpus().length} cores, load average ${load}; medians\n`);
-  const row = (cells: string[]) => console.log(cells.map((c, i) => (i ? c.padStart(11) : c.padEnd(13))).join(''));
+  const row = (cells: string[]) => console.log(cells.map((c, i) => (i ? c.padStart(i === cells.length - 1 ? 16 : 11) : c.padEnd(13))).join(''));
   row(['command', 'processes', 'total RSS', 'node RSS', 'any answer', 'first 200', 'CPU to 200', 'SIGTERM']);
   const summary = new Map<string, { rss: number; node: number; ok: number; cpu: number; n: number }>();
   for (const m of MODES) {
