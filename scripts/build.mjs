@@ -79,16 +79,86 @@ export function staleReason() {
   return gone ? `${gone.split(' ')[0]} was removed since the last build` : null;
 }
 
-/** Build dist/ now; exits the process with the reason when tsc fails. */
+class BuildError extends Error {}
+
+/**
+ * Build dist/ now (throws BuildError with the reason). One build at a time per checkout: `dist.lock` holds
+ * the builder's pid; a second launcher waits for it (then finds the tree fresh), a dead builder's lock is
+ * taken over.
+ */
 export function build() {
+  withLock(() => compile());
+}
+
+/** Build when stale, telling why on stderr; exits the process with the reason when the build fails. */
+export function buildIfStale() {
+  const reason = staleReason();
+  if (!reason) return;
+  try {
+    withLock(() => {
+      const still = staleReason(); // another launcher may have built it while this one waited
+      if (!still) return;
+      process.stderr.write(`build: ${still}; building\n`);
+      compile();
+    });
+  } catch (e) {
+    fail(e);
+  }
+}
+
+function fail(e) {
+  if (!(e instanceof BuildError)) throw e;
+  process.stderr.write(`build: ${e.message}\n`);
+  process.exit(e.exitCode ?? 1);
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+function withLock(fn) {
+  const lock = path.join(ROOT, 'dist.lock');
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+      let pid = 0;
+      try {
+        pid = Number(fs.readFileSync(path.join(lock, 'pid'), 'utf8'));
+      } catch {
+        // being created: its pid follows at once
+      }
+      if (pid && !alive(pid)) fs.rmSync(lock, { recursive: true, force: true });
+      else if (Date.now() > deadline) throw new BuildError(`${lock} is held by pid ${pid} for 10 minutes; remove it if no build runs`);
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    }
+  }
+  try {
+    fs.writeFileSync(path.join(lock, 'pid'), String(process.pid));
+    return fn();
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function compile() {
   const t0 = performance.now();
   const files = sources();
   const stamp = fingerprint(files).join('\n') + '\n'; // taken first: an edit made during the build makes it stale
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   if (!fs.existsSync(tsc)) {
-    process.stderr.write('build: typescript is not installed; run `npm ci` (with the dev dependencies) first\n');
+    const e = new BuildError('typescript is not installed; run `npm ci` (with the dev dependencies) first');
     // `npm ci --omit=dev` runs `prepare` too: the install itself need not fail, the start will say why.
-    process.exit(process.env.npm_lifecycle_event === 'prepare' ? 0 : 1);
+    e.exitCode = process.env.npm_lifecycle_event === 'prepare' ? 0 : 1;
+    throw e;
   }
   // Into a fresh folder, swapped in at the end: a failed build leaves the previous one, and files of
   // deleted sources do not linger.
@@ -97,8 +167,7 @@ export function build() {
   const res = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json'), '--outDir', tmp], { stdio: 'inherit' });
   if (res.status !== 0) {
     fs.rmSync(tmp, { recursive: true, force: true });
-    process.stderr.write(`build: tsc failed (exit ${res.status ?? res.signal}); dist/ left as it was\n`);
-    process.exit(1);
+    throw new BuildError(`tsc failed (exit ${res.status ?? res.signal}); dist/ left as it was`);
   }
   for (const f of files.filter((x) => !x.endsWith('.ts'))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
@@ -111,27 +180,25 @@ export function build() {
   } catch (e) {
     if (e.code !== 'ENOENT') throw e;
   }
-  try {
-    fs.renameSync(tmp, DIST);
-  } catch (e) {
-    // Another build (started at the same time, from the same sources) swapped its tree in first.
-    if (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') throw e;
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
+  fs.renameSync(tmp, DIST);
   fs.rmSync(old, { recursive: true, force: true });
   process.stderr.write(`build: dist/ built from ${files.length} files in ${Math.round(performance.now() - t0)} ms\n`);
 }
 
 function main(mode) {
-  const reason = mode === undefined ? 'asked' : staleReason();
   if (mode === '--check') {
+    const reason = staleReason();
     if (reason) {
       process.stderr.write(`build: ${reason}; run \`npm run build\` (or \`npm ci\`) in ${ROOT}\n`);
       process.exit(1);
     }
-  } else if (mode === '--if-stale' || mode === undefined) {
-    if (reason && mode) process.stderr.write(`build: ${reason}; building\n`);
-    if (reason) build();
+  } else if (mode === '--if-stale') buildIfStale();
+  else if (mode === undefined) {
+    try {
+      build();
+    } catch (e) {
+      fail(e);
+    }
   } else {
     process.stderr.write('usage: node scripts/build.mjs [--if-stale | --check]\n');
     process.exit(2);

@@ -8,17 +8,13 @@
  */
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build, staleReason } from './build.mjs';
+import { buildIfStale } from './build.mjs';
 
 const entry = process.argv[2];
 if (!entry) {
   process.stderr.write('usage: node scripts/launch.mjs dist/core/cli/<entry>.js [args...]\n');
   process.exit(2);
 }
-const reason = staleReason();
-if (reason) {
-  process.stderr.write(`build: ${reason}; building\n`);
-  build();
-}
+buildIfStale();
 process.argv.splice(2, 1); // the entry point reads its own arguments from argv[2] on
 await import(pathToFileURL(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', entry)).href);
