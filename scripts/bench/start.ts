@@ -1,12 +1,13 @@
 /**
- * `npm run bench:start [-- --runs 3 --idle 10]`: what starting the node costs, three ways, measured in the
+ * `npm run bench:start [-- --runs 3 --idle 10 --before <git ref>]`: what starting the node costs, three ways, measured in the
  * same run and interleaved so that the machine's load weighs on each alike:
  *
  *   npm start        the command a user types (build check, then node on the compiled JS in dist/)
  *   node dist        what the systemd unit runs (deploy/corenode.service): node on the compiled JS
  *   before: tsx      how `npm start` ran before: its old script (`tsx core/cli/node.ts`) run by `npm start` in
  *                    a scratch package whose node_modules is this one's (npm, a shell, the tsx launcher,
- *                    node with tsx's loader on the TypeScript sources): the baseline
+ *                    node with tsx's loader on the TypeScript sources), on the current sources or, with
+ *                    `--before main`, on that commit's: the baseline
  *
  * For each: the processes the command leaves and the RSS of each once the node has idled `--idle` seconds
  * (all plugins enabled, no daemon behind them), the time from the command to the first answer of
@@ -15,7 +16,7 @@
  * and whether SIGTERM to the command stops every process. Medians over the runs; ratios against the
  * baseline. Temp folders are made under the OS temp dir (start-bench-*) and removed.
  */
-import { spawn } from 'node:child_process';
+import { execSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -37,10 +38,20 @@ interface Mode {
   command: string[];
   cwd?: string;
 }
-/** A package whose `npm start` is the old one, run against this checkout. */
+/**
+ * A package whose `npm start` is the old one (`tsx core/cli/node.ts`). With `--before <git ref>` it holds
+ * that commit's tree (git archive), so the baseline is the code before this change as well as the old
+ * launcher; without it, the current sources.
+ */
 function baselinePackage(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-bench-before-'));
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'before', private: true, scripts: { start: `tsx ${path.join(ROOT, 'core/cli/node.ts')}` } }));
+  const i = process.argv.indexOf('--before');
+  let script = `tsx ${path.join(ROOT, 'core/cli/node.ts')}`;
+  if (i > 0) {
+    execSync(`git -C ${JSON.stringify(ROOT)} archive ${process.argv[i + 1]} | tar -x -C ${JSON.stringify(dir)}`);
+    script = 'tsx core/cli/node.ts';
+  }
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'before', private: true, scripts: { start: script } }));
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   return dir;
 }
