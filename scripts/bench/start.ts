@@ -51,7 +51,7 @@ function baselinePackage(): string {
     execSync(`git -C ${JSON.stringify(ROOT)} archive ${process.argv[i + 1]} | tar -x -C ${JSON.stringify(dir)}`);
     script = 'tsx core/cli/node.ts';
   }
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'before', private: true, scripts: { start: script } }));
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'before', private: true, type: 'module', scripts: { start: script } }));
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   return dir;
 }
