@@ -9,7 +9,7 @@
  */
 import { createRequire } from 'node:module';
 import bitcoinMessage from 'bitcoinjs-message';
-import { idKind } from './ids.ts';
+import { ethers, idKind } from './ids.ts';
 
 interface Secp256k1 {
   recover(hash: Buffer, signature: Buffer, recovery: number, compressed?: boolean): Buffer;
@@ -17,11 +17,6 @@ interface Secp256k1 {
 
 const require = createRequire(import.meta.url);
 const secp256k1 = require('secp256k1') as Secp256k1;
-
-// ethers is loaded on the first Ethereum login, not at start: imported eagerly it cost the node about
-// 14 MB of idle RSS and 200 ms of CPU at start (measured), and only Ethereum ids need it.
-let ethersLib: typeof import('ethers') | undefined;
-const ethers = () => (ethersLib ??= require('ethers') as typeof import('ethers'));
 
 /** 'native' when the libsecp256k1 binding loaded, else 'pure-js'. */
 export const verifierBackend: 'native' | 'pure-js' = (() => {
