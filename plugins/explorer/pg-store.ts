@@ -10,7 +10,6 @@
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-
 import { assertExtends, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
 import { IndexInconsistentError, type ExplorerStore, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor, type WriteStep } from './store.ts';
 
