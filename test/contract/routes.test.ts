@@ -28,6 +28,8 @@ function contractConfig(root: string): Record<string, unknown> {
     daemon: { rpc: { url: UNREACHABLE, user: 'contract', password: 'contract' }, timeoutMs: 2000, startCommand: ['/bin/false'], stopWaitMs: 0, startWaitMs: 0 },
     benchmark: { rpc: { url: UNREACHABLE, user: 'contract', password: 'contract' }, timeoutMs: 2000 },
     explorer: { autoStart: false },
+    // Never a real Docker (a machine's system daemon included): listings answer DockerUnavailable.
+    apps: { docker: { socketPath: path.join(root, 'no-docker.sock') } },
     deployer: { root: path.join(root, 'deploy'), repoUrl: `${root}/no-such-repo.git`, appPort: 1, webhookSecret: 'contract-secret', signatureVerify: true, rateLimitPerMinute: 0 },
   };
   return Object.fromEntries(Object.entries(sections).filter(([id]) => fs.existsSync(path.join(REPO_ROOT, 'plugins', id, 'index.ts'))));
@@ -157,6 +159,8 @@ describeService('api', async (root) => {
 });
 
 describeService('deployer', async (root) => {
+  // Builds run as an unprivileged user when the tests run as root: it must reach DEPLOY_ROOT under root.
+  fs.chmodSync(root, 0o755);
   const config = resolveConfig(
     { listener: 'deployer', api: { port: 0, host: '127.0.0.1' }, dataDir: path.join(root, 'deployer-state'), log: { level: process.env.TEST_LOG ?? 'silent' }, watch: false, ...contractConfig(root) },
     'contract config',
