@@ -59,7 +59,7 @@ const BEFORE = baselinePackage();
 process.on('exit', () => fs.rmSync(BEFORE, { recursive: true, force: true }));
 const MODES: Mode[] = [
   { name: 'npm start', command: ['npm', 'start'] },
-  { name: 'node dist', command: ['node', 'dist/core/cli/node.js'] },
+  { name: 'node dist', command: ['node', '--max-semi-space-size=2', 'dist/core/cli/node.js'] },
   { name: 'before: tsx', command: ['npm', 'start'], cwd: BEFORE },
 ];
 

@@ -57,7 +57,7 @@ describe('CLI entry points, run as real commands', function () {
       assert.equal(tree.length, 2, tree.map((p) => p.args).join('\n'));
       assert.match(tree[0].args, /^npm start/);
       assert.equal(tree[1].ppid, tree[0].pid);
-      assert.match(tree[1].args, /^node scripts\/launch\.mjs dist\/core\/cli\/node\.js$/);
+      assert.match(tree[1].args, /^node --max-semi-space-size=2 scripts\/launch\.mjs dist\/core\/cli\/node\.js$/);
       pids = tree.map((p) => p.pid);
     });
 
@@ -195,7 +195,7 @@ describe('CLI entry points, run as real commands', function () {
     const local = (argv: string[]) => (argv[0].endsWith('/node') ? [process.execPath, ...argv.slice(1)] : argv);
 
     it('checks the build first, then runs one node process on the compiled JavaScript, which SIGTERM stops with code 0', async () => {
-      assert.deepEqual(directive('ExecStart'), ['/usr/bin/node', 'dist/core/cli/node.js']);
+      assert.deepEqual(directive('ExecStart'), ['/usr/bin/node', '--max-semi-space-size=2', 'dist/core/cli/node.js']);
       const [preCmd, ...preArgs] = local(directive('ExecStartPre'));
       const pre = await run(preCmd, preArgs);
       assert.equal(pre.code, 0, pre.stderr);
