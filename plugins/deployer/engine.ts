@@ -96,6 +96,7 @@ export class Engine {
     };
     for (const [k, v] of Object.entries(p.env)) env[k] = v.startsWith('./') ? path.join(appDir, v) : v;
     if (p.projectType === 'dotnet') env.ASPNETCORE_URLS = `http://0.0.0.0:${this.cfg.appPort}`;
+    if (p.binDirs?.length) env.PATH = [...p.binDirs.map((d) => path.join(appDir, d)), childEnv().PATH].join(path.delimiter);
     return env;
   }
 
@@ -205,7 +206,7 @@ export class Engine {
         await this.git.checkout(commit!, dir, gitRun);
         // The checkout's git metadata stays the service's; the files go to the build user.
         fs.rmSync(path.join(dir, '.git'), { recursive: true, force: true });
-        giveTo(dir, this.who);
+        await giveTo(dir, this.who);
         blog.line(`checked out ${commit} into ${dir}`);
       });
 

@@ -5,7 +5,7 @@
  * an unprivileged user (APP_USER), so they can read neither the service's /proc/<pid>/environ (secrets)
  * nor write its state.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
@@ -82,10 +82,12 @@ export function resolveIdentity(name: string, root: string): Identity | null {
   return { ...u, home };
 }
 
-/** Give a folder (a release checkout) to the children's user. */
-export function giveTo(dir: string, who: Identity | null): void {
-  if (!who) return;
-  execFileSync('chown', ['-R', `${who.uid}:${who.gid}`, dir], { stdio: 'ignore' });
+/** Give a folder (a release checkout) to the children's user (a child process: a big checkout must not block the event loop). */
+export function giveTo(dir: string, who: Identity | null): Promise<void> {
+  if (!who) return Promise.resolve();
+  return new Promise((resolve, reject) =>
+    execFile('chown', ['-R', `${who.uid}:${who.gid}`, dir], (err) => (err ? reject(new Error(`chown of ${dir} failed: ${err.message}`)) : resolve())),
+  );
 }
 
 export function spawnCommand(

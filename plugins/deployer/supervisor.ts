@@ -142,17 +142,6 @@ export class Supervisor {
     fs.rmSync(this.opts.pidFile, { force: true });
   }
 
-  /** Leave the app running (the service is restarting in place, e.g. tests of adoption); forget it here. */
-  detach(): void {
-    this.wanted = false;
-    clearTimeout(this.timer);
-    clearTimeout(this.adoptTimer);
-    clearInterval(this.rotateTimer);
-    this.child?.unref();
-    this.child = undefined;
-    this.adopted = undefined;
-  }
-
   private readPidFile(): PidFile | null {
     try {
       const f = JSON.parse(fs.readFileSync(this.opts.pidFile, 'utf8'));

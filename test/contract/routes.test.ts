@@ -1,7 +1,7 @@
 /**
  * The contract every route keeps, whatever plugins exist when this runs: for an anonymous caller and for
  * malformed input (junk path segments, query values, bodies, headers) it answers in the envelope, or with a
- * wire status its route declares or the host implies (core/openapi.ts wireStatuses) — never a 500, never an
+ * wire status its route declares or the host implies (core/http/openapi.ts wireStatuses) — never a 500, never an
  * unhandled error, never a hang. Plugins that need external daemons are pointed at unreachable addresses.
  */
 import assert from 'node:assert/strict';

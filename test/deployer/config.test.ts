@@ -1,5 +1,6 @@
 /** `npm run deployer`: configuration entirely from env, validated at start with messages naming the variable. */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { createDeployerHost, deployerConfigFromEnv, describeStartError } from './env.ts';
 import { createAjv } from '../../core/manifest/schema.ts';
 import { configSchema } from '../../plugins/deployer/config.ts';
@@ -51,6 +52,7 @@ describe('deployer configuration', function () {
       assert.equal(host.routes.find((r) => r.spec.id === 'deployer.webhook')?.spec.path, '/webhook');
     } finally {
       await host.close();
+      fs.rmSync(BASE.DEPLOY_ROOT, { recursive: true, force: true });
     }
   });
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
+import { killGroup, procStat } from '../../plugins/deployer/proc.ts';
 import { Repo, appPids, appSays, buildPids, findAppPid, fixture, freePort, runCli, githubExample, githubPush, nodeApp, settled, startDeployer, tempDir, testEnv, waitFor, type TestDeployer } from './support.ts';
 
 const SECRET = 'deploy-secret';
@@ -222,7 +223,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     await waitFor(async () => (await appSays(d.appPort))?.commit === b, 'the new release');
     const seen = await watch.stop();
     const firstB = seen.indexOf(b);
-    assert.ok(seen.slice(0, firstB).filter((c) => c === a).length > 10, 'the old release answered during the build');
+    assert.ok(seen.slice(0, firstB).filter((c) => c === a).length >= 3, 'the old release answered during the build');
     assert.ok(seen.slice(firstB).every((c) => c === b), 'never back to the old release');
     const log = (await d.get('/logs/2?format=json')).json.content as string;
     const order = [...log.matchAll(/stage (\w+) started/g)].map((m) => m[1]);
@@ -424,7 +425,14 @@ describe('deployer deployments (real git, npm and app)', function () {
       }) as unknown as TestDeployer);
 
     let run = runCli(env);
-    cleanup.push(() => void run.child.kill('SIGKILL'));
+    // On any outcome: a clean stop (which stops the app), and no app left on the port (a SIGKILLed service leaves it, by design).
+    cleanup.push(async () => {
+      if (run.child.exitCode === null) {
+        run.child.kill('SIGTERM');
+        await run.exited;
+      }
+      for (const pid of appPids(appPort)) await killGroup(procStat(pid)?.pgrp ?? pid, 2000);
+    });
     let d = await cli();
     await d.github('push', githubPush(repo, a));
     await settled(d);
