@@ -119,6 +119,21 @@ describe('CLI entry points, run as real commands', function () {
       assert.match(res.stderr, /bad\.yaml:5:\d+: routes\[0\]\.bogus: is not a known key/);
     });
 
+    it('manifests validate: the compiled plugins check their routes\' data (a misspelled x key is refused)', async () => {
+      // The check imports each plugin's definition: from dist/ here, where a path to index.ts would find none.
+      const folder = path.join(dir, 'misspelled');
+      fs.mkdirSync(folder);
+      const current = path.join(REPO_ROOT, 'manifests');
+      for (const f of fs.readdirSync(current).filter((x) => x.endsWith('.yaml'))) fs.copyFileSync(path.join(current, f), path.join(folder, f));
+      const daemon = path.join(folder, 'daemon.yaml');
+      const text = fs.readFileSync(daemon, 'utf8');
+      assert.match(text, /x: \{ params: /);
+      fs.writeFileSync(daemon, text.replace(/x: \{ params: /, 'x: { parms: '));
+      const res = await corectl(['manifests', 'validate', folder], env);
+      assert.equal(res.code, 1, res.stdout);
+      assert.match(res.stderr, /daemon\.yaml:\d+:\d+: x\.parms: is not a known key/);
+    });
+
     it('manifests diff: a folder without the node manifest removes exactly its routes', async () => {
       const proposed = path.join(dir, 'proposed');
       fs.mkdirSync(proposed);
