@@ -249,6 +249,17 @@ export interface ServiceRef<T> {
   readonly id: string;
   /** Type carrier only; never set. */
   readonly T?: T;
+  /** Made by `optional()`: the plugin runs without the service (it receives undefined). */
+  readonly optional?: boolean;
+}
+
+/**
+ * An optional dependency: the plugin is set up after the service's provider when that provider is enabled,
+ * and receives undefined when it is not (the node plugin serves /core/version without a daemon). It keeps
+ * the service it was given while it runs, even if the provider is disabled later.
+ */
+export function optional<T>(ref: ServiceRef<T>): ServiceRef<T | undefined> {
+  return Object.freeze({ id: ref.id, optional: true });
 }
 
 export function createServiceRef<T>(id: string): ServiceRef<T> {
