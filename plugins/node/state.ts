@@ -9,7 +9,7 @@ import type { DaemonService } from '../daemon/api.ts';
 import type { Benchmark } from './benchmark.ts';
 import type { createDos } from './dos.ts';
 import type { createGeolocator } from './geolocation.ts';
-import { API_PORTS, type NodeConfig } from './settings.ts';
+import type { NodeConfig } from './settings.ts';
 
 /** Collateral (whole coins) -> tier (facts §4.1). */
 const TIERS: Record<number, string> = { 10000: 'cumulus', 25000: 'nimbus', 100000: 'stratus', 1000: 'cumulus_new', 12500: 'nimbus_new', 40000: 'stratus_new' };
@@ -144,7 +144,7 @@ export function stateHandlers(d: StateDeps) {
       const portRaw = String(params.port ?? '16127');
       const port = /^\d{1,5}$/.test(portRaw) ? Number(portRaw) : NaN;
       if (!/^(\d{1,3})(\.\d{1,3}){3}$/.test(target) || target.split('.').some((x) => Number(x) > 255)) throw new ApiError(400, 'BadRequest', 'The ip is not an IPv4 address');
-      if (!API_PORTS.includes(port)) throw new ApiError(400, 'BadRequest', `API Port not valid; allowed: ${API_PORTS.join(', ')}`);
+      if (!(port >= 1 && port <= 65535)) throw new ApiError(400, 'BadRequest', 'The port is not a TCP port number');
       // Only nodes of the network's list are asked: the route is public and must not probe arbitrary hosts.
       let list: { ip?: string }[];
       try {
@@ -152,7 +152,8 @@ export function stateHandlers(d: StateDeps) {
       } catch (e) {
         throw rpcError(e, 'The node list cannot be read from the daemon');
       }
-      const listed = Array.isArray(list) && list.some((n) => n?.ip === target || n?.ip === `${target}:${port}` || (port === 16127 && n?.ip === `${target}:16127`));
+      // The list names a node `ip` (default port 16127) or `ip:port`.
+      const listed = Array.isArray(list) && list.some((n) => n?.ip === `${target}:${port}` || (port === 16127 && n?.ip === target));
       if (!listed) throw new ApiError(404, 'NotConfirmed', `Asking Core ${target}:${port} is not a confirmed node`);
       let version: unknown;
       try {
