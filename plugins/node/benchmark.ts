@@ -40,14 +40,18 @@ export function createBenchmark(s: BenchmarkSettings, logFile: string): Benchmar
       c.close();
     }
   }
-  async function answers(): Promise<boolean> {
+  /** down: nothing listens; warming: it answers -28 (loading, verifying); up: it answers calls. */
+  async function state(): Promise<'down' | 'warming' | 'up'> {
     try {
       await call('getinfo', [], 2000);
-      return true;
+      return 'up';
     } catch (e) {
-      return e instanceof RpcError && e.kind === 'rpc';
+      if (!(e instanceof RpcError) || e.kind !== 'rpc') return 'down';
+      return e.code === -28 ? 'warming' : 'up'; // a daemon without getinfo answers -32601, and is up
     }
   }
+  const answers = async () => (await state()) !== 'down';
+  const ready = async () => (await state()) === 'up';
   async function startWith(argv: string[], done: string, retryMs: number): Promise<{ message: string }> {
     const end = Date.now() + retryMs;
     for (;;) {
@@ -57,7 +61,7 @@ export function createBenchmark(s: BenchmarkSettings, logFile: string): Benchmar
       if (Date.now() >= end) throw new ApiError(500, 'BenchmarkStartFailed', `${argv[0]} exited with code ${res.code}: ${res.output.trim().slice(-300)}`);
       await new Promise((r) => setTimeout(r, 500));
     }
-    if (!(await until(answers, true, s.startWaitMs))) throw new ApiError(504, 'BenchmarkTimeout', `The benchmark daemon did not answer within ${s.startWaitMs} ms of being started`);
+    if (!(await until(ready, true, s.startWaitMs))) throw new ApiError(504, 'BenchmarkTimeout', `The benchmark daemon was not ready within ${s.startWaitMs} ms of being started`);
     return { message: done };
   }
   async function stop(): Promise<void> {
@@ -67,7 +71,7 @@ export function createBenchmark(s: BenchmarkSettings, logFile: string): Benchmar
   async function restart(done: string): Promise<{ message: string }> {
     if (s.restartCommand) {
       await mustRun(s.restartCommand, { timeoutMs: s.stopWaitMs + s.startWaitMs, logFile });
-      if (!(await until(answers, true, s.startWaitMs))) throw new ApiError(504, 'BenchmarkTimeout', `The benchmark daemon did not answer within ${s.startWaitMs} ms of the restart`);
+      if (!(await until(ready, true, s.startWaitMs))) throw new ApiError(504, 'BenchmarkTimeout', `The benchmark daemon was not ready within ${s.startWaitMs} ms of the restart`);
       return { message: done };
     }
     await stop();

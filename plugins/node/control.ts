@@ -7,9 +7,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ApiError, type Log } from '../../core/plugin-api.ts';
-import type { DaemonControl } from '../daemon/api.ts';
+import type { DaemonControl, DaemonService } from '../daemon/api.ts';
 import type { Benchmark } from './benchmark.ts';
-import { mustRun, oneAtATime } from './procs.ts';
+import { mustRun, oneAtATime, until } from './procs.ts';
 import type { NodeConfig } from './settings.ts';
 import { softwareActions } from './software.ts';
 
@@ -20,7 +20,7 @@ function asApiError(e: unknown): ApiError {
   return new ApiError(err.code ?? 500, err.name && err.name !== 'Error' ? err.name : 'ControlFailed', err.message ?? 'The control action failed');
 }
 
-export function controlHandlers(config: NodeConfig, opts: { daemon?: DaemonControl; benchmark: Benchmark; logDir: string; log: Log; exit: () => void }) {
+export function controlHandlers(config: NodeConfig, opts: { daemon?: DaemonControl; rpc?: DaemonService; warmMs: number; benchmark: Benchmark; logDir: string; log: Log; exit: () => void }) {
   const exclusive = oneAtATime();
   const logFile = path.join(opts.logDir, 'control.log');
   const daemon = () => {
@@ -44,6 +44,22 @@ export function controlHandlers(config: NodeConfig, opts: { daemon?: DaemonContr
     });
   }
 
+  /**
+   * The daemon plugin answers once the RPC port answers; a daemon still loading its chain answers -28 to
+   * every call for a while. The node's controls answer when the daemon serves calls.
+   */
+  async function warm<T>(result: T): Promise<T> {
+    const rpc = opts.rpc;
+    if (!rpc) return result;
+    const serves = () =>
+      rpc.call('getblockcount', [], { cache: false, timeoutMs: 5000 }).then(
+        () => true,
+        (e: { code?: unknown }) => e?.code !== -28,
+      );
+    if (!(await until(serves, true, opts.warmMs))) throw new ApiError(504, 'DaemonTimeout', `The daemon still loads its chain ${opts.warmMs} ms after the action`);
+    return result;
+  }
+
   const software = softwareActions(config, logFile, restartNode);
   const act =
     (what: string, fn: () => Promise<unknown>) =>
@@ -57,13 +73,14 @@ export function controlHandlers(config: NodeConfig, opts: { daemon?: DaemonContr
     };
 
   return {
-    startdaemon: act('startdaemon', () => daemon().start()),
-    restartdaemon: act('restartdaemon', () => daemon().restart()),
+    startdaemon: act('startdaemon', async () => warm(await daemon().start())),
+    restartdaemon: act('restartdaemon', async () => warm(await daemon().restart())),
+    // A reindexing daemon loads for as long as the chain takes: answered once it runs, as the message says.
     reindexdaemon: act('reindexdaemon', () => daemon().reindex()),
     updatedaemon: act('updatedaemon', async () => {
       await mustRun(config.daemon.updateCommand, { timeoutMs: config.commandTimeoutMs, logFile });
       await daemon().restart();
-      return { message: 'Daemon successfully updated' };
+      return warm({ message: 'Daemon successfully updated' });
     }),
     startbenchmark: act('startbenchmark', () => opts.benchmark.start()),
     restartbenchmark: act('restartbenchmark', () => opts.benchmark.restart()),

@@ -77,6 +77,8 @@ export default definePlugin({
         ...stateHandlers({ config: ctx.config, node: ctx.node, daemon: ctx.daemon, benchmark, dos, geo, pgp: async () => pgpKey }),
         ...controlHandlers(ctx.config, {
           daemon: ctx.daemonControl,
+          rpc: ctx.daemon,
+          warmMs: ctx.config.daemon.warmWaitMs,
           benchmark,
           logDir: own,
           log: ctx.log,
