@@ -42,17 +42,28 @@ export async function startOpsNode(opts: OpsOptions = {}): Promise<TestNode & { 
   const fixtures = path.join(REPO_ROOT, 'test/node/fixtures');
   fs.copyFileSync(path.join(fixtures, 'sessions.yaml'), path.join(manifestsDir, 'sessions.yaml'));
   fs.symlinkSync(path.join(fixtures, 'sessions'), path.join(pluginsDir, 'sessions'));
-  const node = await startNode({
+  const started = startNode({
     ...opts,
     dataDir: opts.dataDir ?? path.join(root, 'data'),
     manifestsDir,
     config: {
       pluginsDir,
       initial: { legacyid: OPERATOR },
-      node: { softwareDir: path.join(root, 'no-software'), restartCommand: ['true'], ...opts.node },
+      // Harmless commands unless a test names its own: no test may run the production defaults (apt-get).
+      node: {
+        softwareDir: path.join(root, 'no-software'),
+        restartCommand: ['true'],
+        daemon: { updateCommand: ['true'] },
+        benchmark: { rpc: { url: 'http://127.0.0.1:1/' }, startCommand: ['false'], updateCommand: ['true'], startWaitMs: 0, stopWaitMs: 0 },
+        ...opts.node,
+      },
       ...(opts.withDaemon ? { daemon: opts.daemon ?? {} } : {}),
       ...opts.config,
     },
+  });
+  const node = await started.catch((e) => {
+    fs.rmSync(root, { recursive: true, force: true });
+    throw e;
   });
   const close = node.close;
   return Object.assign(node, {
