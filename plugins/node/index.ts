@@ -13,7 +13,9 @@ import { controlHandlers } from './control.ts';
 import { DOS_BAN, createDos } from './dos.ts';
 import { createGeolocator } from './geolocation.ts';
 import { logHandlers } from './logs.ts';
+import { hardenedHandlers } from './hardened.ts';
 import { overlayHandlers } from './overlay.ts';
+import { paymentHandlers } from './payment.ts';
 import { ensurePgpKey } from './pgp.ts';
 import { schema } from './settings.ts';
 import { stateHandlers } from './state.ts';
@@ -51,6 +53,7 @@ export default definePlugin({
     const benchmark = createBenchmark(ctx.config.benchmark, path.join(own, 'control.log'));
     const geo = createGeolocator(ctx.config, ctx.clock);
     const overlay = overlayHandlers(ctx.node.dataDir);
+    const payment = paymentHandlers(ctx.clock, ctx.store('paymentrequests'), ctx.store('payments'));
     return {
       handlers: {
         version: () => VERSION,
@@ -87,10 +90,15 @@ export default definePlugin({
         adjustrouterip: overlay.adjustrouterip,
         adjustapiport: overlay.adjustapiport,
         adjustchainaccount: overlay.adjustchainaccount,
+        paymentrequest: payment.paymentrequest,
+        verifypayment: payment.verifypayment,
+        wspayment: payment.wspayment,
+        ...hardenedHandlers(ctx.config),
       },
       dispose: () => {
         dropCheck();
         dropDos();
+        payment.dispose();
       },
     };
   },

@@ -47,6 +47,7 @@ export interface NodeConfig {
   /** Organisation names that mark a static-IP hosting provider (facts §4.1). */
   staticIpOrgs: string[];
   availability: { timeoutMs: number; minimumVersion: string };
+  hardened: { configDaemonUrl: string; timeoutMs: number };
 }
 
 export const REPO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -152,6 +153,15 @@ export const schema = configSchema<NodeConfig>({
       type: 'array',
       items: { type: 'string', minLength: 1 },
       default: ['hetzner', 'ovh', 'netcup', 'hostnodes', 'contabo', 'hostslim', 'zayo', 'cogent', 'lumen'],
+    },
+    hardened: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        configDaemonUrl: { type: 'string', pattern: '^https?://[^\\s]+/$', default: 'http://127.0.0.1:16130/' },
+        timeoutMs: { type: 'integer', minimum: 100, maximum: 60_000, default: 5000 },
+      },
+      default: {},
     },
     availability: {
       type: 'object',
