@@ -19,6 +19,7 @@ import { paymentHandlers } from './payment.ts';
 import { ensurePgpKey } from './pgp.ts';
 import { schema } from './settings.ts';
 import { stateHandlers } from './state.ts';
+import { streamHandlers } from './streamchain.ts';
 
 export default definePlugin({
   id: 'node',
@@ -94,6 +95,7 @@ export default definePlugin({
         verifypayment: payment.verifypayment,
         wspayment: payment.wspayment,
         ...hardenedHandlers(ctx.config),
+        ...streamHandlers({ control: ctx.daemonControl, rpc: ctx.daemon, log: ctx.log, stopWaitMs: ctx.config.daemon.stopWaitMs }),
       },
       dispose: () => {
         dropCheck();

@@ -39,7 +39,7 @@ export interface NodeConfig {
   ui: { dir: string; buildCommand: Argv };
   /** How /core/restart restarts the node: this command, or (unset) a graceful stop the supervisor restarts. */
   restartCommand?: Argv;
-  daemon: { updateCommand: Argv; debugLog?: string; warmWaitMs: number };
+  daemon: { updateCommand: Argv; debugLog?: string; warmWaitMs: number; stopWaitMs: number };
   benchmark: BenchmarkSettings;
   chainAccount: { account: string; chainid: number } | null;
   marketplaceUrl: string;
@@ -101,6 +101,8 @@ export const schema = configSchema<NodeConfig>({
         debugLog: { type: 'string', minLength: 1 },
         // After a start or restart: how long the daemon may answer -28 (loading blocks) before the answer says so.
         warmWaitMs: { type: 'integer', minimum: 0, maximum: 3_600_000, default: 300_000 },
+        // streamchainpreparation: how long the daemon may take to stop.
+        stopWaitMs: { type: 'integer', minimum: 0, maximum: 600_000, default: 120_000 },
       },
       default: {},
     },
