@@ -239,7 +239,9 @@ describe('node tier, info and availability (real litecoind behind the corenode R
     assert.equal(err(await node.get('/core/nodetier')).name, 'NoCollateral');
     rpc.status = { collateral: `COutPoint(${'0'.repeat(64)}, 0)` };
     assert.equal(err(await node.get('/core/nodetier')).name, 'CollateralSpent');
-    const [coinbase] = (await ltc.rpc.call<any>('getblock', [await ltc.rpc.call('getblockhash', [2]), 1])).tx;
+    // A coinbase of a recent block: not mature, so never spent; its 50 coins match no tier.
+    const height = await ltc.rpc.call<number>('getblockcount');
+    const [coinbase] = (await ltc.rpc.call<any>('getblock', [await ltc.rpc.call('getblockhash', [height - 1]), 1])).tx;
     rpc.status = { collateral: `COutPoint(${coinbase}, 0)` };
     assert.equal(err(await node.get('/core/nodetier')).name, 'UnknownTier');
   });
