@@ -13,6 +13,7 @@ import { controlHandlers } from './control.ts';
 import { DOS_BAN, createDos } from './dos.ts';
 import { createGeolocator } from './geolocation.ts';
 import { logHandlers } from './logs.ts';
+import { firewallHandlers } from './firewall.ts';
 import { hardenedHandlers } from './hardened.ts';
 import { overlayHandlers } from './overlay.ts';
 import { paymentHandlers } from './payment.ts';
@@ -95,6 +96,7 @@ export default definePlugin({
         verifypayment: payment.verifypayment,
         wspayment: payment.wspayment,
         ...hardenedHandlers(ctx.config),
+        ...firewallHandlers(ctx.config, path.join(own, 'control.log')),
         ...streamHandlers({ control: ctx.daemonControl, rpc: ctx.daemon, log: ctx.log, stopWaitMs: ctx.config.daemon.stopWaitMs }),
       },
       dispose: () => {

@@ -48,6 +48,8 @@ export interface NodeConfig {
   staticIpOrgs: string[];
   availability: { timeoutMs: number; minimumVersion: string };
   hardened: { configDaemonUrl: string; timeoutMs: number };
+  /** allowport: the firewall tool and how it runs (a command prefix, e.g. [ip, netns, exec, fw, nft]). */
+  firewall: { tool: 'ufw' | 'nft' | 'none'; command: Argv; nft: { family: string; table: string; inputChain: string; outputChain: string } };
 }
 
 export const REPO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -162,6 +164,26 @@ export const schema = configSchema<NodeConfig>({
       properties: {
         configDaemonUrl: { type: 'string', pattern: '^https?://[^\\s]+/$', default: 'http://127.0.0.1:16130/' },
         timeoutMs: { type: 'integer', minimum: 100, maximum: 60_000, default: 5000 },
+      },
+      default: {},
+    },
+    firewall: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        tool: { enum: ['ufw', 'nft', 'none'], default: 'ufw' },
+        command: { ...argv, default: ['ufw'] },
+        nft: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            family: { enum: ['inet', 'ip', 'ip6'], default: 'inet' },
+            table: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'filter' },
+            inputChain: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'input' },
+            outputChain: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', default: 'output' },
+          },
+          default: {},
+        },
       },
       default: {},
     },

@@ -55,6 +55,7 @@ export async function startOpsNode(opts: OpsOptions = {}): Promise<TestNode & { 
         restartCommand: ['true'],
         daemon: { updateCommand: ['true'] },
         benchmark: { rpc: { url: 'http://127.0.0.1:1/' }, startCommand: ['false'], updateCommand: ['true'], startWaitMs: 0, stopWaitMs: 0 },
+        firewall: { tool: 'none' },
         ...opts.node,
       },
       ...(opts.withDaemon ? { daemon: opts.daemon ?? {} } : {}),
