@@ -62,10 +62,8 @@ export async function startOpsNode(opts: OpsOptions = {}): Promise<TestNode & { 
       ...opts.config,
     },
   });
-  const node = await started.catch((e) => {
-    fs.rmSync(root, { recursive: true, force: true });
-    throw e;
-  });
+  // A node that failed to start may still write to its stores for a moment: its folder stays (the test fails).
+  const node = await started;
   const close = node.close;
   return Object.assign(node, {
     root,
