@@ -23,6 +23,12 @@ export interface ListenerConfig {
   requestTimeoutMs: number;
   /** How long the headers may take to arrive. */
   headersTimeoutMs: number;
+  /** An idle kept-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** At most this many connections at once (0: no cap of the listener's own). */
+  maxConnections: number;
+  /** Answer cross-origin (browser) calls; the deployment trigger turns it off. */
+  cors: boolean;
 }
 
 export interface NodeConfig {
@@ -61,6 +67,9 @@ const schema = {
         },
         requestTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 300_000 },
         headersTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 60_000 },
+        keepAliveTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 65_000 },
+        maxConnections: { type: 'integer', minimum: 0, default: 0 },
+        cors: { type: 'boolean', default: true },
       },
       additionalProperties: false,
       default: {},

@@ -50,6 +50,13 @@ export interface HandlerInput<B = any> {
   body: B;
   /** The exact bytes received, for routes whose parser is raw-json or raw (signatures are over these). */
   rawBody?: Buffer;
+  /**
+   * Routes whose parser is `deferred`: reads the raw body under the route's limit (413 above it). The body
+   * is not read before the handler runs, so a handler can refuse a caller from its headers without
+   * taking its bytes (rate limits, missing signatures, upload caps). `into`: a buffer to read into (the
+   * answer is a view of it) when the body fits, so a handler can reuse a few buffers for large bodies.
+   */
+  readBody?: (into?: Buffer) => Promise<Buffer>;
   /** Uploaded files of a multipart body. */
   files?: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;
@@ -141,6 +148,7 @@ export interface Collection<T = any> {
   update(query: Query, update: unknown, options?: { multi?: boolean; upsert?: boolean; returnUpdatedDocs?: boolean }): Promise<any>;
   remove(query: Query, options?: { multi?: boolean }): Promise<number>;
   ensureIndex(options: { fieldName: string | string[]; unique?: boolean; sparse?: boolean; expireAfterSeconds?: number }): Promise<void>;
+  removeIndex(fieldName: string | string[]): Promise<void>;
   /** Re-read the collection from its file (after a failed write, to drop what did not reach the disk). */
   load(): Promise<void>;
 }
@@ -249,21 +257,23 @@ export interface ServiceRef<T> {
   readonly id: string;
   /** Type carrier only; never set. */
   readonly T?: T;
-  /** Made by `optional()`: the plugin runs without the service (it receives undefined). */
-  readonly optional?: boolean;
-}
-
-/**
- * An optional dependency: the plugin is set up after the service's provider when that provider is enabled,
- * and receives undefined when it is not (the node plugin serves /core/version without a daemon). It keeps
- * the service it was given while it runs, even if the provider is disabled later.
- */
-export function optional<T>(ref: ServiceRef<T>): ServiceRef<T | undefined> {
-  return Object.freeze({ id: ref.id, optional: true });
 }
 
 export function createServiceRef<T>(id: string): ServiceRef<T> {
   return Object.freeze({ id });
+}
+
+/** A dep the plugin works without: it receives `() => T | undefined`, looked up at each call. */
+export interface OptionalRef<T> extends ServiceRef<T> {
+  readonly optional: true;
+}
+
+/**
+ * `deps: { payments: optional(explorerPayments) }`: the plugin is set up whether or not a running plugin
+ * provides it, and asks for it when it needs it (a provider disabled later is then simply absent).
+ */
+export function optional<T>(ref: ServiceRef<T>): OptionalRef<T> {
+  return Object.freeze({ id: ref.id, optional: true as const });
 }
 
 /** The host's services, by the name a plugin's `deps` uses. */
@@ -279,7 +289,7 @@ export const coreServices = {
   gates: createServiceRef<Gates>('core.gates'),
 } as const;
 
-type Resolved<D> = { [K in keyof D]: D[K] extends ServiceRef<infer T> ? T : never };
+type Resolved<D> = { [K in keyof D]: D[K] extends OptionalRef<infer T> ? () => T | undefined : D[K] extends ServiceRef<infer T> ? T : never };
 
 /** What `setup` receives: the plugin's id and config section, and exactly the services it named. */
 export type PluginContext<C, D> = { readonly id: string; readonly config: C } & Resolved<D>;

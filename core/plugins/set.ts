@@ -100,7 +100,7 @@ export class PluginSet {
     for (const id of pending) this.entries.get(id)!.unavailable = undefined;
     try {
       while (pending.length) {
-        const ready = pending.filter((id) => this.missing(id).length === 0 && !this.optionalPending(id, pending));
+        const ready = pending.filter((id) => this.missing(id).length === 0);
         if (!ready.length) break;
         for (const id of ready) {
           const e = this.entries.get(id)!;
@@ -189,12 +189,6 @@ export class PluginSet {
     await this.dispose([...this.entries].filter(([, e]) => e.instance).map(([id]) => id));
   }
 
-  /** Whether a plugin still to be set up in this batch provides one of this plugin's optional services. */
-  private optionalPending(id: string, pending: string[]): boolean {
-    const wanted = optionalDeps(this.entries.get(id)!.def);
-    return pending.some((p) => p !== id && Object.values((this.entries.get(p)!.def.provides ?? {}) as Record<string, ServiceRef<unknown>>).some((r) => wanted.includes(r.id)));
-  }
-
   /** The other plugins' services this plugin names in `deps` that no running plugin provides. */
   private missing(id: string): string[] {
     return pluginDeps(this.entries.get(id)!.def).filter((s) => !this.provided.has(s));
@@ -203,8 +197,9 @@ export class PluginSet {
   /** Exactly what the plugin declared: its id, its config section, and each dep under the name it chose. */
   private contextFor(def: PluginDefinition): Record<string, unknown> {
     const ctx: Record<string, unknown> = { id: def.id, config: this.opts.config(def) };
-    for (const [name, ref] of Object.entries((def.deps ?? {}) as Record<string, ServiceRef<unknown>>)) {
-      ctx[name] = isCoreRef(ref) ? this.opts.coreService(def, ref) : this.provided.get(ref.id)?.impl;
+    for (const [name, ref] of Object.entries((def.deps ?? {}) as Record<string, ServiceRef<unknown> & { optional?: true }>)) {
+      if (ref.optional) ctx[name] = () => this.provided.get(ref.id)?.impl;
+      else ctx[name] = isCoreRef(ref) ? this.opts.coreService(def, ref) : this.provided.get(ref.id)!.impl;
     }
     return ctx;
   }
@@ -214,15 +209,8 @@ const isCoreRef = (ref: ServiceRef<unknown>) => ref.id.startsWith('core.');
 
 /** The ids of other plugins' services a definition depends on (it is set up after their providers). */
 export function pluginDeps(def: PluginDefinition): string[] {
-  return Object.values((def.deps ?? {}) as Record<string, ServiceRef<unknown>>)
+  return Object.values((def.deps ?? {}) as Record<string, ServiceRef<unknown> & { optional?: true }>)
     .filter((ref) => !isCoreRef(ref) && !ref.optional)
-    .map((ref) => ref.id);
-}
-
-/** The ids of other plugins' services a definition may use when they are there. */
-export function optionalDeps(def: PluginDefinition): string[] {
-  return Object.values((def.deps ?? {}) as Record<string, ServiceRef<unknown>>)
-    .filter((ref) => !isCoreRef(ref) && ref.optional)
     .map((ref) => ref.id);
 }
 

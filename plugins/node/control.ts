@@ -20,12 +20,13 @@ function asApiError(e: unknown): ApiError {
   return new ApiError(err.code ?? 500, err.name && err.name !== 'Error' ? err.name : 'ControlFailed', err.message ?? 'The control action failed');
 }
 
-export function controlHandlers(config: NodeConfig, opts: { daemon?: DaemonControl; rpc?: DaemonService; warmMs: number; benchmark: Benchmark; logDir: string; log: Log; exit: () => void }) {
+export function controlHandlers(config: NodeConfig, opts: { daemon: () => DaemonControl | undefined; rpc: () => DaemonService | undefined; warmMs: number; benchmark: Benchmark; logDir: string; log: Log; exit: () => void }) {
   const exclusive = oneAtATime();
   const logFile = path.join(opts.logDir, 'control.log');
   const daemon = () => {
-    if (!opts.daemon) throw new ApiError(503, 'DaemonPluginDisabled', 'The daemon plugin is not running on this node');
-    return opts.daemon;
+    const d = opts.daemon();
+    if (!d) throw new ApiError(503, 'DaemonPluginDisabled', 'The daemon plugin is not running on this node');
+    return d;
   };
 
   /**
@@ -49,7 +50,7 @@ export function controlHandlers(config: NodeConfig, opts: { daemon?: DaemonContr
    * every call for a while. The node's controls answer when the daemon serves calls.
    */
   async function warm<T>(result: T): Promise<T> {
-    const rpc = opts.rpc;
+    const rpc = opts.rpc();
     if (!rpc) return result;
     const serves = () =>
       rpc.call('getblockcount', [], { cache: false, timeoutMs: 5000 }).then(

@@ -41,9 +41,12 @@ async function tail(file: string | undefined, what: string) {
   }
 }
 
-export function logHandlers(config: NodeConfig, dataDir: string, daemon: DaemonControl | undefined): Record<string, Handler> {
+export function logHandlers(config: NodeConfig, dataDir: string, daemonControl: () => DaemonControl | undefined): Record<string, Handler> {
   const own = (level: string) => path.join(dataDir, 'logs', `${level}.log`);
-  const daemonLog = () => config.daemon.debugLog ?? firstExisting(debugLogCandidates(daemon?.conf().confFile, daemon?.conf().network));
+  const daemonLog = () => {
+    const conf = daemonControl()?.conf();
+    return config.daemon.debugLog ?? firstExisting(debugLogCandidates(conf?.confFile, conf?.network));
+  };
   const benchLog = () => config.benchmark.debugLog ?? firstExisting(debugLogCandidates(config.benchmark.confFile, config.benchmark.network, config.benchmark.dataDirs));
   const out: Record<string, Handler> = {};
   for (const level of LEVELS) {

@@ -17,14 +17,15 @@ const TIERS: Record<number, string> = { 10000: 'cumulus', 25000: 'nimbus', 10000
 export interface StateDeps {
   config: NodeConfig;
   node: NodeInfo;
-  daemon?: DaemonService;
+  daemon: () => DaemonService | undefined;
   benchmark: Benchmark;
   dos: ReturnType<typeof createDos>;
   geo: ReturnType<typeof createGeolocator>;
   pgp: () => Promise<string>;
 }
 
-function needDaemon(d?: DaemonService): DaemonService {
+function needDaemon(get: () => DaemonService | undefined): DaemonService {
+  const d = get();
   if (!d) throw new ApiError(503, 'DaemonPluginDisabled', 'The daemon plugin is not running on this node');
   return d;
 }
@@ -108,9 +109,8 @@ export function stateHandlers(d: StateDeps) {
       return config.softwareDir;
     },
     async info() {
-      const daemon = d.daemon;
       const [dInfo, status, bInfo, bStatus, bBench, geolocation, address, dos] = await Promise.all([
-        part(() => needDaemon(daemon).call('getinfo', [], { cache: false })),
+        part(() => needDaemon(d.daemon).call('getinfo', [], { cache: false })),
         part(nodeStatus),
         part(() => d.benchmark.call('getinfo')),
         part(() => d.benchmark.call('getstatus')),

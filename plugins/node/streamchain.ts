@@ -48,13 +48,15 @@ function du(dir: string): number {
   return total;
 }
 
-export function streamHandlers(opts: { control?: DaemonControl; rpc?: DaemonService; log: Log; stopWaitMs: number }) {
+export function streamHandlers(opts: { control: () => DaemonControl | undefined; rpc: () => DaemonService | undefined; log: Log; stopWaitMs: number }) {
   let streaming = false;
 
   function guard(ip: string) {
     if (!isPrivateNetwork(ip)) throw new ApiError(403, 'Forbidden', 'Chain streaming is only for callers on the private network');
-    if (!opts.control || !opts.rpc) throw new ApiError(503, 'DaemonPluginDisabled', 'The daemon plugin is not running on this node');
-    return { control: opts.control, rpc: opts.rpc };
+    const control = opts.control();
+    const rpc = opts.rpc();
+    if (!control || !rpc) throw new ApiError(503, 'DaemonPluginDisabled', 'The daemon plugin is not running on this node');
+    return { control, rpc };
   }
   const answers = (rpc: DaemonService) => () =>
     rpc.call('getblockcount', [], { cache: false, timeoutMs: 2000 }).then(
