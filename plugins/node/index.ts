@@ -74,8 +74,11 @@ export default definePlugin({
           const last = Number(headers['last-event-id']);
           if (Number.isInteger(last) && last >= 0) for (const ev of ctx.events.since(last)) stream.send(ev.name, ev.data, ev.id);
           const off = ctx.events.on('*', (ev) => stream.send(ev.name, ev.data, ev.id));
+          // A comment now and then keeps proxies from closing a quiet stream (facts §4.7: every 15 s).
+          const keepalive = setInterval(() => stream.comment('keepalive'), ctx.config.eventStreamKeepaliveMs);
           signal.addEventListener('abort', () => stream.close());
           await stream.done();
+          clearInterval(keepalive);
           off();
         }),
         ...logHandlers(ctx.config, ctx.node.dataDir, ctx.daemonControl),

@@ -27,6 +27,7 @@ export interface NodeConfig {
   routerIp: string;
   hardenedOs: boolean;
   eventStream: boolean;
+  eventStreamKeepaliveMs: number;
   /** Development mode: the development branch and the development marketplace. */
   development: boolean;
   /** The node software's own git checkout. */
@@ -65,6 +66,7 @@ export const schema = configSchema<NodeConfig>({
     routerIp: { type: 'string', default: '' },
     hardenedOs: { type: 'boolean', default: false },
     eventStream: { type: 'boolean', default: false },
+    eventStreamKeepaliveMs: { type: 'integer', minimum: 100, maximum: 600_000, default: 15_000 },
     development: { type: 'boolean', default: false },
     softwareDir: { type: 'string', minLength: 1, default: REPO_DIR },
     git: {
