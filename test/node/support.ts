@@ -69,7 +69,8 @@ export async function startOpsNode(opts: OpsOptions = {}): Promise<TestNode & { 
     root,
     close: async (o?: { keepData?: boolean }) => {
       await close(o);
-      if (!o?.keepData) fs.rmSync(root, { recursive: true, force: true });
+      // root holds the data only when the test named no data folder of its own.
+      if (!o?.keepData || opts.dataDir) fs.rmSync(root, { recursive: true, force: true });
     },
   });
 }
