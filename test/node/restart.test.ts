@@ -10,8 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { fetchAnswer, type TestNode } from '../support/node.ts';
-import { bitcoinWallet } from '../identity/keys.ts';
-import { login } from '../identity/node.ts';
+import { bitcoinWallet, login } from '../support/wallets.ts';
 import { err, ok, tmp, waitFor } from './support.ts';
 
 describe('graceful restart under a supervisor (real node process)', function () {
