@@ -6,6 +6,7 @@ bash scripts/setup/ensure-litecoind.sh
 bash scripts/setup/ensure-postgres.sh
 bash scripts/setup/ensure-toolchains.sh
 bash scripts/setup/ensure-docker.sh
+bash scripts/setup/ensure-nftables.sh
 npx --no-install tsc --noEmit -p .
 # With no arguments every test runs; `npm test -- test/daemon` runs one area.
 if [ "$#" -eq 0 ]; then set -- 'test/**/*.test.ts'; fi
