@@ -7,14 +7,15 @@
  *    blocks with the scanner into a fresh store of each kind. Figures: blocks and transactions per second,
  *    the ratio index / fetch (goal >= 0.8), best of ROUNDS.
  * 2. Scale. A synthetic index of OUTPUTS unspent outputs and as many transaction entries (one transaction
- *    per output; one address holds a tenth of them, 1M at the default size, the rest spread over addresses
- *    holding ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
+ *    per output; one address holds BIG of them (1M, at most half), the rest spread over addresses holding
+ *    ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
  *    outputs, undo records kept as configured), not through a daemon. Then a node (`core/cli/node.ts`, as
  *    `npm start` runs it) is started on it: time from spawn to the first answer of /explorer/balance, its
  *    RSS while serving, p50/p99 of /explorer/balance and /explorer/utxo for typical addresses over HTTP, and
  *    the big address's transactions listed page by page (cursor, 1,000 a page).
  *
- *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --outputs 10000000 --stores sqlite,postgres]
+ *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --outputs 10000000 --pg-outputs N --big 1000000
+ *                              --stores sqlite,postgres]   (--blocks 0 or --outputs 0 skips a part)
  *
  * Everything lives under /tmp/explorer-bench-* and is removed at the end (the 10M indexes take GBs).
  */
@@ -47,6 +48,8 @@ const OUTPUTS = Number(arg('outputs', '10000000'));
 /** PostgreSQL's synthetic index size when it should differ (its build is the slower one here). */
 const PG_OUTPUTS = Number(arg('pg-outputs', String(OUTPUTS)));
 /** SQLite page cache of the store that builds the synthetic index (the serving node keeps the default). */
+/** Outputs (and transactions) of the one big address (at most half the index). */
+const BIG = Number(arg('big', '1000000'));
 const BUILD_CACHE_MB = Number(arg('build-cache-mb', '256'));
 const STORES = arg('stores', 'sqlite,postgres').split(',') as Kind[];
 type Kind = 'sqlite' | 'postgres';
@@ -197,9 +200,13 @@ function regtestAddress(program: Buffer): string {
 const PER_BLOCK = 1000;
 const RUN = 32;
 
-/** The synthetic chain: output n pays the big address when n % 10 == 0, else one of ~OUTPUTS/10 typical ones. */
+/**
+ * The synthetic chain: BIG outputs (every k-th) pay the big address, the others ~9 each of the typical ones.
+ */
 function synthetic(outputs: number) {
-  const typicalCount = Math.max(1, Math.floor(outputs / 10));
+  const bigCount = Math.min(BIG, Math.floor(outputs / 2));
+  const every = Math.max(2, Math.round(outputs / bigCount));
+  const typicalCount = Math.max(1, Math.floor((outputs - outputs / every) / 9));
   const program = (i: number) => createHash('sha256').update(`addr${i}`).digest().subarray(0, 20);
   const big = regtestAddress(program(-1));
   const addrCache = new Map<number, string>();
@@ -225,12 +232,12 @@ function synthetic(outputs: number) {
     for (let i = 0; i < PER_BLOCK; i++) {
       const n = h * PER_BLOCK + i;
       if (n >= outputs) break;
-      const address = n % 10 === 0 ? big : typical((n * 7919) % typicalCount);
+      const address = n % every === 0 ? big : typical((n * 7919) % typicalCount);
       outs.push({ txid: createHash('sha256').update(`tx${n}`).digest('hex'), vout: 0, address, satoshis: 1000 + (n % 100_000), height: h, scriptPubKey: script(address), coinbase: false });
     }
     return { height: h, hash: createHash('sha256').update(`block${h}`).digest('hex'), prev, outputs: outs, spends: [], txCount: outs.length };
   }
-  return { big, typical, typicalCount, block, blocks: Math.ceil(outputs / PER_BLOCK) };
+  return { big, bigCount: Math.ceil(outputs / every), typical, typicalCount, block, blocks: Math.ceil(outputs / PER_BLOCK) };
 }
 
 async function buildSynthetic(store: ExplorerStore, syn: ReturnType<typeof synthetic>): Promise<number> {
@@ -386,7 +393,7 @@ async function scale(ltc: Regtest, stores: Stores) {
   for (const kind of STORES) {
     const outputs = kind === 'postgres' ? PG_OUTPUTS : OUTPUTS;
     const syn = synthetic(outputs);
-    console.log(`\n## Scale (${kind}): ${outputs} outputs + ${outputs} transaction entries (${syn.blocks} blocks; ${syn.typicalCount} typical addresses; one address with ${Math.ceil(outputs / 10)})`);
+    console.log(`\n## Scale (${kind}): ${outputs} outputs + ${outputs} transaction entries (${syn.blocks} blocks; ${syn.typicalCount} typical addresses; one address with ${syn.bigCount})`);
     const { store, config, again } = await stores.fresh(kind, BUILD_CACHE_MB);
     const ms = await buildSynthetic(store, syn);
     const size = store instanceof SqliteExplorerStore ? `, file ${mb(store.sizeOnDisk())}` : '';
