@@ -257,11 +257,12 @@ export class PgExplorerStore implements ExplorerStore {
     if (j.spent.length) await c.query(PUT_OUTPUTS, outputColumns(j.spent));
   }
 
+  /** Forget everything: the tables are made again, so an index of another schema version is replaced too. */
   drop(): Promise<void> {
     return this.serial(() =>
       this.tx(async (c) => {
-        await c.query('TRUNCATE explorer_utxo, explorer_tx, explorer_journal');
-        await c.query(`DELETE FROM explorer_meta WHERE key = 'tip'`);
+        await c.query(`DROP TABLE IF EXISTS explorer_utxo, explorer_tx, explorer_journal, explorer_meta; ${SCHEMA_SQL}`);
+        await c.query(`INSERT INTO explorer_meta VALUES ('schema', $1)`, [SCHEMA]);
         this.current = null;
         this.recent.clear();
       }),
