@@ -35,10 +35,17 @@ export class BlockFetcher {
     this.fill();
   }
 
-  /** The next block and those after it that have already arrived (at most `max`); [] when done. */
-  async take(max = 1): Promise<RpcBlock[]> {
+  /**
+   * The next `min` blocks (fewer when fewer are left to fetch) and those after them that have already
+   * arrived (at most `max` in all); [] when done.
+   */
+  async take(max = 1, min = 1): Promise<RpcBlock[]> {
     if (!this.ahead.length) return [];
     const out = [await this.ahead.shift()!.p];
+    while (out.length < Math.min(min, max) && this.ahead.length) {
+      this.fill();
+      out.push(await this.ahead.shift()!.p);
+    }
     while (out.length < max && this.ahead.length && this.ahead[0].settled && this.ahead[0].ok) out.push(await this.ahead.shift()!.p);
     this.fill();
     return out;

@@ -75,8 +75,9 @@ export default definePlugin({
     // Opened before serving, so reads answer at once; a store that cannot be opened yet (database down) is
     // opened by the scanner when it next tries, and reads answer "unavailable" meanwhile.
     try {
+      const t0 = performance.now();
       await scanner.open();
-      ctx.log.info({ store: describeStore(cfg.store, dataDir), tip: store.tip() }, 'explorer: index open');
+      ctx.log.info({ store: describeStore(cfg.store, dataDir), tip: store.tip(), openMs: Math.round(performance.now() - t0) }, 'explorer: index open');
     } catch (e) {
       ctx.log.warn({ store: describeStore(cfg.store, dataDir), err: (e as Error).message }, 'explorer: index not open yet; retrying with block processing');
     }

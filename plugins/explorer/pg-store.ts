@@ -3,8 +3,9 @@
  * share one index between nodes or outgrow one disk. Same tables and keys as the embedded store (prefixed
  * `explorer_`, addresses in the "C" collation so key order is byte order whatever the database's locale).
  *
- * A run of blocks is one transaction: every statement takes whole arrays (`unnest`), so a run of 32 blocks
- * is a handful of round trips whatever its size. Writers take a transaction-scoped advisory lock and check
+ * A run of blocks is one transaction of three round trips whatever its size: start (with the writer lock
+ * and the stored tip), the lookup of the outputs it spends, and one statement that takes whole arrays
+ * (`unnest`) for everything it writes; then the commit. Writers take a transaction-scoped advisory lock and check
  * that the stored tip is the one this node last wrote: several nodes may share one index, one writes at a
  * time, and a node that finds the tip moved by another reloads it and carries on from there.
  */
@@ -57,10 +58,17 @@ const hex = (s: string) => Buffer.from(s, 'hex');
 
 const PUT_OUTPUTS = `INSERT INTO explorer_utxo SELECT * FROM unnest($1::bytea[], $2::int[], $3::text[], $4::int[], $5::int8[], $6::bytea[], $7::bool[]) ON CONFLICT DO NOTHING`;
 const DEL_OUTPUTS = `DELETE FROM explorer_utxo u USING unnest($1::bytea[], $2::int[]) AS d(txid, vout) WHERE u.txid = d.txid AND u.vout = d.vout`;
-const PUT_TXS = `INSERT INTO explorer_tx SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[]) ON CONFLICT DO NOTHING`;
 const DEL_TXS = `DELETE FROM explorer_tx t USING unnest($1::text[], $2::int[], $3::bytea[]) AS d(address, nheight, txid)
   WHERE t.address = d.address AND t.nheight = d.nheight AND t.txid = d.txid`;
 const SET_TIP = `INSERT INTO explorer_meta VALUES ('tip', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+
+const WRITE_RUN = `
+WITH journal AS (INSERT INTO explorer_journal SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[])),
+  spent AS (DELETE FROM explorer_utxo u USING unnest($5::bytea[], $6::int[]) AS d(txid, vout) WHERE u.txid = d.txid AND u.vout = d.vout),
+  outputs AS (INSERT INTO explorer_utxo SELECT * FROM unnest($7::bytea[], $8::int[], $9::text[], $10::int[], $11::int8[], $12::bytea[], $13::bool[]) ON CONFLICT DO NOTHING),
+  entries AS (INSERT INTO explorer_tx SELECT * FROM unnest($14::text[], $15::int[], $16::bytea[]) ON CONFLICT DO NOTHING),
+  pruned AS (DELETE FROM explorer_journal WHERE height <= $18)
+INSERT INTO explorer_meta VALUES ('tip', $17) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 
 const outputColumns = (os: Utxo[]) => [
   os.map((o) => hex(o.txid)),
@@ -90,13 +98,21 @@ export class PgExplorerStore implements ExplorerStore {
     return this.pool;
   }
 
-  /** Run `fn` in one transaction holding the writer lock; rolled back when it throws. */
-  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  /**
+   * Run `fn` in one transaction holding the writer lock; rolled back when it throws. The commit does not
+   * wait for the server's disk (synchronous_commit off, this transaction only): the index is derived from
+   * the chain, and a crash of the database server loses at most the last runs, whole, with the tip that
+   * names them, so the scanner fetches them again. A killed node loses nothing committed either way.
+   */
+  private async tx<T>(fn: (c: pg.PoolClient, tip: Tip | null) => Promise<T>): Promise<T> {
     const c = await this.db.connect();
     try {
-      await c.query('BEGIN');
-      await c.query('SELECT pg_advisory_xact_lock($1)', [WRITER_LOCK]);
-      const out = await fn(c);
+      // One round trip (simple protocol, several statements): start, relax the commit, take the lock, read the tip.
+      const answers = (await c.query(
+        `BEGIN; SET LOCAL synchronous_commit TO OFF; SELECT pg_advisory_xact_lock(${WRITER_LOCK}); SELECT value FROM explorer_meta WHERE key = 'tip'`,
+      )) as unknown as pg.QueryResult<{ value: string }>[];
+      const row = answers.at(-1)?.rows[0];
+      const out = await fn(c, row ? (JSON.parse(row.value) as Tip) : null);
       await c.query('COMMIT');
       return out;
     } catch (e) {
@@ -114,15 +130,24 @@ export class PgExplorerStore implements ExplorerStore {
   }
 
   open(): Promise<Tip | null> {
-    return this.serial(() =>
-      this.tx(async (c) => {
-        await c.query(SCHEMA_SQL);
+    return this.serial(async () => {
+      // Tables first (the writers' transaction reads the tip table).
+      const c = await this.db.connect();
+      try {
+        await c.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITER_LOCK}); ${SCHEMA_SQL} COMMIT`);
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw e;
+      } finally {
+        c.release();
+      }
+      return this.tx(async (c) => {
         const v = (await c.query<{ value: string }>(`SELECT value FROM explorer_meta WHERE key = 'schema'`)).rows[0]?.value;
         if (v === undefined) await c.query(`INSERT INTO explorer_meta VALUES ('schema', $1)`, [SCHEMA]);
         else if (v !== SCHEMA) throw new IndexInconsistentError(`explorer index: schema ${v}, this version reads ${SCHEMA}`);
         return this.load(c);
-      }),
-    );
+      });
+    });
   }
 
   /** Read the tip and the kept block hashes. */
@@ -139,9 +164,7 @@ export class PgExplorerStore implements ExplorerStore {
   }
 
   /** Inside a write: the stored tip must be the one this node knows, else another node wrote meanwhile. */
-  private async checkTip(c: pg.PoolClient): Promise<void> {
-    const row = (await c.query<{ value: string }>(`SELECT value FROM explorer_meta WHERE key = 'tip'`)).rows[0];
-    const stored = row ? (JSON.parse(row.value) as Tip) : null;
+  private async checkTip(c: pg.PoolClient, stored: Tip | null): Promise<void> {
     if (stored?.height === this.current?.height && stored?.hash === this.current?.hash) return;
     await this.load(c);
     throw new Error(`explorer index: another writer moved the tip to ${stored ? stored.height : 'nothing'}; continuing from there`);
@@ -171,8 +194,8 @@ export class PgExplorerStore implements ExplorerStore {
       assertExtends(this.current, blocks);
       const fault = this.opts.faultAt ?? (() => {});
       const last = blocks.at(-1)!;
-      const plan = await this.tx(async (c) => {
-        await this.checkTip(c);
+      const plan = await this.tx(async (c, stored) => {
+        await this.checkTip(c, stored);
         const lookup = async (keys: OutPoint[]) => {
           const r = await c.query<Row>(
             `SELECT u.* FROM explorer_utxo u JOIN unnest($1::bytea[], $2::int[]) AS d(txid, vout) ON u.txid = d.txid AND u.vout = d.vout`,
@@ -181,21 +204,24 @@ export class PgExplorerStore implements ExplorerStore {
           return r.rows.map(toUtxo);
         };
         const plan = await planRun(blocks, lookup);
-        await c.query(`INSERT INTO explorer_journal SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[])`, [
+        // The whole run in one statement (one round trip): journal records, spent outputs removed, new outputs
+        // and entries, old journal records pruned, the tip moved. Inside the transaction the crash points of
+        // the tests all fall after it (a crash anywhere in the transaction is a rollback).
+        await c.query(WRITE_RUN, [
           plan.undo.map((u) => u.height),
           plan.undo.map((u) => u.hash),
           plan.undo.map((u) => u.prev),
           plan.undo.map(packUndo),
+          plan.removed.map((u) => hex(u.txid)),
+          plan.removed.map((u) => u.vout),
+          ...outputColumns(plan.created),
+          plan.txs.map((t) => t.address),
+          plan.txs.map((t) => -t.height),
+          plan.txs.map((t) => hex(t.txid)),
+          JSON.stringify({ height: last.height, hash: last.hash }),
+          last.height - this.opts.undoDepth,
         ]);
-        fault('journal');
-        if (plan.removed.length) await c.query(DEL_OUTPUTS, [plan.removed.map((u) => hex(u.txid)), plan.removed.map((u) => u.vout)]);
-        fault('spent');
-        if (plan.created.length) await c.query(PUT_OUTPUTS, outputColumns(plan.created));
-        if (plan.txs.length) await c.query(PUT_TXS, [plan.txs.map((t) => t.address), plan.txs.map((t) => -t.height), plan.txs.map((t) => hex(t.txid))]);
-        fault('added');
-        await c.query(SET_TIP, [JSON.stringify({ height: last.height, hash: last.hash })]);
-        fault('tip');
-        await c.query('DELETE FROM explorer_journal WHERE height <= $1', [last.height - this.opts.undoDepth]);
+        for (const step of ['journal', 'spent', 'added', 'tip'] as const) fault(step);
         return plan;
       });
       this.current = { height: last.height, hash: last.hash };
@@ -213,8 +239,8 @@ export class PgExplorerStore implements ExplorerStore {
       if (!tip) throw new Error('nothing to undo');
       if (!this.recent.has(tip.height)) throw new Error(`block ${tip.height} is below the kept undo depth and cannot be undone exactly`);
       const fault = this.opts.faultAt ?? (() => {});
-      const j = await this.tx(async (c) => {
-        await this.checkTip(c);
+      const j = await this.tx(async (c, stored) => {
+        await this.checkTip(c, stored);
         const r = (await c.query<{ height: number; hash: string; prev: string; undo: string }>('SELECT * FROM explorer_journal WHERE height = $1', [tip.height])).rows[0];
         if (!r) throw new IndexInconsistentError(`explorer index: journal record of block ${tip.height} is missing`);
         const j = unpackUndo(r.height, r.hash, r.prev, r.undo);
@@ -236,12 +262,12 @@ export class PgExplorerStore implements ExplorerStore {
     if (j.spent.length) await c.query(PUT_OUTPUTS, outputColumns(j.spent));
   }
 
+  /** Forget everything: the tables are made again, so an index of another schema version is replaced too. */
   drop(): Promise<void> {
     return this.serial(() =>
       this.tx(async (c) => {
-        await c.query(SCHEMA_SQL);
-        await c.query('TRUNCATE explorer_utxo, explorer_tx, explorer_journal');
-        await c.query(`DELETE FROM explorer_meta WHERE key = 'tip'`);
+        await c.query(`DROP TABLE IF EXISTS explorer_utxo, explorer_tx, explorer_journal, explorer_meta; ${SCHEMA_SQL}`);
+        await c.query(`INSERT INTO explorer_meta VALUES ('schema', $1)`, [SCHEMA]);
         this.current = null;
         this.recent.clear();
       }),

@@ -196,7 +196,9 @@ export class Scanner {
     const fetcher = new BlockFetcher(this.rpc, from, count, { window: this.opts.prefetch, signal });
     for (;;) {
       // Everything already fetched goes in one atomic run: fewer writes per block while catching up.
-      const raws = await fetcher.take(this.opts.prefetch);
+      // While catching up, a run waits for a quarter of the look-ahead: the block data would not be there
+      // sooner anyway, and fewer, larger transactions cost the store less (each commit has a fixed cost).
+      const raws = await fetcher.take(this.opts.prefetch, Math.max(1, Math.floor(this.opts.prefetch / 4)));
       if (!raws.length) break;
       const blocks = raws.map(parseBlock);
       const cur = this.store.tip();

@@ -56,11 +56,11 @@ const toUtxo = (r: Row): Utxo => ({
 });
 const hex = (s: string) => Buffer.from(s, 'hex');
 /**
- * Outputs and spends written per transaction at most: at the ~20,000 outputs/s measured on this machine
- * (engine comparison, busy 2 cores) that holds the event loop for about 0.2 s. Commits under WAL with
- * synchronous=NORMAL do not fsync, so smaller transactions cost little.
+ * Outputs and spends written per transaction at most. Measured here (200,000 synthetic outputs, busy 2
+ * cores): 4,000 rows a transaction 7,600 outputs/s, 20,000 rows 9,000 outputs/s, i.e. a read may wait up
+ * to ~2 s behind a full transaction while catching up on full blocks; at the tip a run is one block.
  */
-const ROWS_PER_TRANSACTION = 4_000;
+const ROWS_PER_TRANSACTION = 20_000;
 
 export class SqliteExplorerStore implements ExplorerStore {
   private db: Database.Database | null = null;
@@ -86,6 +86,9 @@ export class SqliteExplorerStore implements ExplorerStore {
     db.pragma('synchronous = NORMAL');
     db.pragma(`cache_size = -${(this.opts.cacheMb ?? 64) * 1024}`);
     db.pragma('temp_store = MEMORY');
+    // Checkpoint the log every 40 MB rather than 4 MB: fewer fsyncs of the main file while catching up
+    // (7,400 against 5,600 outputs/s measured with 4,000-row transactions).
+    db.pragma('wal_autocheckpoint = 10000');
     db.exec(SCHEMA_SQL);
     const version = (db.prepare(`SELECT value FROM meta WHERE key = 'schema'`).get() as { value: string } | undefined)?.value;
     if (version === undefined) db.prepare(`INSERT INTO meta VALUES ('schema', ?)`).run(SCHEMA);

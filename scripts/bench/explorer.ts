@@ -7,14 +7,15 @@
  *    blocks with the scanner into a fresh store of each kind. Figures: blocks and transactions per second,
  *    the ratio index / fetch (goal >= 0.8), best of ROUNDS.
  * 2. Scale. A synthetic index of OUTPUTS unspent outputs and as many transaction entries (one transaction
- *    per output; one address holds a tenth of them, 1M at the default size, the rest spread over addresses
- *    holding ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
+ *    per output; one address holds BIG of them (1M, at most half), the rest spread over addresses holding
+ *    ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
  *    outputs, undo records kept as configured), not through a daemon. Then a node (`core/cli/node.ts`, as
  *    `npm start` runs it) is started on it: time from spawn to the first answer of /explorer/balance, its
  *    RSS while serving, p50/p99 of /explorer/balance and /explorer/utxo for typical addresses over HTTP, and
  *    the big address's transactions listed page by page (cursor, 1,000 a page).
  *
- *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --outputs 10000000 --stores sqlite,postgres]
+ *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --outputs 10000000 --pg-outputs N --big 1000000
+ *                              --stores sqlite,postgres]   (--blocks 0 or --outputs 0 skips a part)
  *
  * Everything lives under /tmp/explorer-bench-* and is removed at the end (the 10M indexes take GBs).
  */
@@ -44,6 +45,12 @@ const BLOCKS = Number(arg('blocks', '2000'));
 const PREFETCH = Number(arg('prefetch', '32'));
 const ROUNDS = Number(arg('rounds', '3'));
 const OUTPUTS = Number(arg('outputs', '10000000'));
+/** PostgreSQL's synthetic index size when it should differ (its build is the slower one here). */
+const PG_OUTPUTS = Number(arg('pg-outputs', String(OUTPUTS)));
+/** SQLite page cache of the store that builds the synthetic index (the serving node keeps the default). */
+/** Outputs (and transactions) of the one big address (at most half the index). */
+const BIG = Number(arg('big', '1000000'));
+const BUILD_CACHE_MB = Number(arg('build-cache-mb', '256'));
 const STORES = arg('stores', 'sqlite,postgres').split(',') as Kind[];
 type Kind = 'sqlite' | 'postgres';
 const quiet = { info() {}, warn() {}, error: (o: object, m?: string) => console.error(m, o) };
@@ -95,19 +102,26 @@ async function buildChain(ltc: Regtest) {
 /** Where the stores of this run live. */
 class Stores {
   private n = 0;
+  private readonly pgNames = new Map<string, string>();
   constructor(
     readonly dir: string,
     private readonly pg: Postgres | null,
   ) {}
-  async fresh(kind: Kind, undoDepth = 1000): Promise<{ store: ExplorerStore; config: Record<string, unknown> }> {
+  async fresh(kind: Kind, cacheMb?: number): Promise<{ store: ExplorerStore; config: Record<string, unknown>; again: () => ExplorerStore }> {
     const name = `idx${this.n++}`;
+    const undoDepth = 1000;
     if (kind === 'sqlite') {
       const file = path.join(this.dir, `${name}.sqlite`);
-      return { store: new SqliteExplorerStore(file, { undoDepth }), config: { kind: 'embedded', path: file } };
+      return { store: new SqliteExplorerStore(file, { undoDepth, cacheMb }), config: { kind: 'embedded', path: file }, again: () => new SqliteExplorerStore(file, { undoDepth }) };
     }
     await this.pg!.createDatabase(name);
     const url = this.pg!.url(name);
-    return { store: new PgExplorerStore({ url, undoDepth }), config: { kind: 'postgres', url } };
+    this.pgNames.set(url, name);
+    return { store: new PgExplorerStore({ url, undoDepth }), config: { kind: 'postgres', url }, again: () => new PgExplorerStore({ url, undoDepth }) };
+  }
+  /** Give a synthetic PostgreSQL index's disk back. */
+  async dropDatabase(config: Record<string, unknown>) {
+    await this.pg!.dropDatabase(this.pgNames.get(String(config.url))!);
   }
 }
 
@@ -186,9 +200,13 @@ function regtestAddress(program: Buffer): string {
 const PER_BLOCK = 1000;
 const RUN = 32;
 
-/** The synthetic chain: output n pays the big address when n % 10 == 0, else one of ~OUTPUTS/10 typical ones. */
+/**
+ * The synthetic chain: BIG outputs (every k-th) pay the big address, the others ~9 each of the typical ones.
+ */
 function synthetic(outputs: number) {
-  const typicalCount = Math.max(1, Math.floor(outputs / 10));
+  const bigCount = Math.min(BIG, Math.floor(outputs / 2));
+  const every = Math.max(2, Math.round(outputs / bigCount));
+  const typicalCount = Math.max(1, Math.floor((outputs - outputs / every) / 9));
   const program = (i: number) => createHash('sha256').update(`addr${i}`).digest().subarray(0, 20);
   const big = regtestAddress(program(-1));
   const addrCache = new Map<number, string>();
@@ -200,18 +218,26 @@ function synthetic(outputs: number) {
     }
     return a;
   };
-  const script = (a: string) => '0014' + createHash('sha256').update(a).digest('hex').slice(0, 40);
+  const scripts = new Map<string, string>();
+  const script = (a: string) => {
+    let x = scripts.get(a);
+    if (!x) {
+      x = '0014' + createHash('sha256').update(a).digest('hex').slice(0, 40);
+      if (scripts.size < 2_000_000) scripts.set(a, x);
+    }
+    return x;
+  };
   function block(h: number, prev: string): ParsedBlock {
     const outs: Utxo[] = [];
     for (let i = 0; i < PER_BLOCK; i++) {
       const n = h * PER_BLOCK + i;
       if (n >= outputs) break;
-      const address = n % 10 === 0 ? big : typical((n * 7919) % typicalCount);
+      const address = n % every === 0 ? big : typical((n * 7919) % typicalCount);
       outs.push({ txid: createHash('sha256').update(`tx${n}`).digest('hex'), vout: 0, address, satoshis: 1000 + (n % 100_000), height: h, scriptPubKey: script(address), coinbase: false });
     }
     return { height: h, hash: createHash('sha256').update(`block${h}`).digest('hex'), prev, outputs: outs, spends: [], txCount: outs.length };
   }
-  return { big, typical, typicalCount, block, blocks: Math.ceil(outputs / PER_BLOCK) };
+  return { big, bigCount: Math.ceil(outputs / every), typical, typicalCount, block, blocks: Math.ceil(outputs / PER_BLOCK) };
 }
 
 async function buildSynthetic(store: ExplorerStore, syn: ReturnType<typeof synthetic>): Promise<number> {
@@ -256,7 +282,7 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     JSON.stringify({
       manifestsDir,
       watch: false,
-      log: { level: 'warn' },
+      log: { level: 'info' },
       daemon: { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } },
       explorer: { autoStart: false, store: config, pageLimit: 1000 },
     }),
@@ -266,7 +292,18 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
     cwd: REPO_ROOT,
     env: { ...process.env, CORENODE_CONFIG: configFile, CORENODE_PORT: String(port), CORENODE_DATA_DIR: dataDir },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // The explorer logs how long its store took to open.
+  let openMs = NaN;
+  let buffered = '';
+  child.stdout!.on('data', (d) => {
+    buffered += d;
+    for (let i = buffered.indexOf('\n'); i >= 0; i = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, i);
+      buffered = buffered.slice(i + 1);
+      if (line.includes('explorer: index open')) openMs = JSON.parse(line).openMs;
+    }
   });
   const exited = new Promise((r) => child.once('exit', r));
   try {
@@ -285,12 +322,17 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       if (a.json?.status !== 'success') throw new Error(`${p}: ${a.text.slice(0, 200)}`);
       return { ms: performance.now() - t, a };
     };
-    // Typical addresses at random (each asked once: the daemon's address check is part of the figure).
+    // Typical addresses at random, each asked twice: the first answer includes the daemon's check that the
+    // address is of its network (validateaddress, then remembered), the second is the index alone.
     const balance: number[] = [];
     const utxo: number[] = [];
+    const balanceFirst: number[] = [];
+    const utxoFirst: number[] = [];
     let outs = 0;
     for (let q = 0; q < 1000; q++) {
       const addr = syn.typical(Math.floor(Math.random() * syn.typicalCount));
+      balanceFirst.push((await time(`/explorer/balance?address=${addr}`)).ms);
+      utxoFirst.push((await time(`/explorer/utxo?address=${addr}`)).ms);
       balance.push((await time(`/explorer/balance?address=${addr}`)).ms);
       const u = await time(`/explorer/utxo?address=${addr}`);
       utxo.push(u.ms);
@@ -312,12 +354,12 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     const bigBalance = await time(`/explorer/balance?address=${syn.big}`);
     const rss = rssOf(child.pid!);
     const f = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`;
-    console.log(`serving (${kind}): start to first answer ${(startMs / 1000).toFixed(2)} s (node process spawn, tsx, plugins, store open, one balance)`);
+    console.log(`serving (${kind}): start to first answer ${(startMs / 1000).toFixed(2)} s (node process: spawn, tsx, every plugin, store open ${openMs} ms, one balance)`);
     console.log(`  RSS ${mb(rssStart.rss)} at first answer, ${mb(rss.rss)} after the queries (peak ${mb(rss.hwm)})`);
-    console.log(`  /explorer/balance, 1000 typical addresses: ${f(balance)}`);
-    console.log(`  /explorer/utxo, same addresses (${(outs / 1000).toFixed(1)} outputs each): ${f(utxo)}`);
-    console.log(`  /explorer/transactions of the big address: ${listed} entries in ${pages.length} pages of 1000 (cursor) in ${s1(listMs)}; page ${f(pages)}`);
-    console.log(`  /explorer/balance of the big address (${listed} outputs): ${bigBalance.ms.toFixed(0)} ms`);
+    console.log(`  HTTP /explorer/balance, 1000 typical addresses: ${f(balance)} (first ask, with the daemon's address check: ${f(balanceFirst)})`);
+    console.log(`  HTTP /explorer/utxo, same addresses (${(outs / 1000).toFixed(1)} outputs each): ${f(utxo)} (first ask: ${f(utxoFirst)})`);
+    console.log(`  HTTP /explorer/transactions of the big address: ${listed} entries in ${pages.length} pages of 1000 (cursor) in ${s1(listMs)}; page ${f(pages)}`);
+    console.log(`  HTTP /explorer/balance of the big address (${listed} outputs): ${bigBalance.ms.toFixed(0)} ms`);
   } finally {
     child.kill('SIGTERM');
     await exited;
@@ -326,16 +368,40 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
   }
 }
 
+/** The store alone, opened fresh (as after a restart), in this process: p50/p99 of balance and utxos. */
+async function storeLatency(kind: Kind, store: ExplorerStore, syn: ReturnType<typeof synthetic>) {
+  const t0 = performance.now();
+  await store.open();
+  const openMs = performance.now() - t0;
+  const balance: number[] = [];
+  const utxos: number[] = [];
+  for (let q = 0; q < 2000; q++) {
+    const addr = syn.typical(Math.floor(Math.random() * syn.typicalCount));
+    let t = performance.now();
+    await store.balance(addr);
+    balance.push(performance.now() - t);
+    t = performance.now();
+    await store.utxos(addr, { limit: 1001 });
+    utxos.push(performance.now() - t);
+  }
+  await store.close();
+  const f = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`;
+  console.log(`store (${kind}), fresh instance: open ${openMs.toFixed(0)} ms; balance ${f(balance)}; utxos ${f(utxos)} (2000 random typical addresses)`);
+}
+
 async function scale(ltc: Regtest, stores: Stores) {
-  const syn = synthetic(OUTPUTS);
-  console.log(`\n## Scale: ${OUTPUTS} outputs + ${OUTPUTS} transaction entries (${syn.blocks} blocks; ${syn.typicalCount} typical addresses; one address with ${Math.ceil(OUTPUTS / 10)})`);
   for (const kind of STORES) {
-    const { store, config } = await stores.fresh(kind);
+    const outputs = kind === 'postgres' ? PG_OUTPUTS : OUTPUTS;
+    const syn = synthetic(outputs);
+    console.log(`\n## Scale (${kind}): ${outputs} outputs + ${outputs} transaction entries (${syn.blocks} blocks; ${syn.typicalCount} typical addresses; one address with ${syn.bigCount})`);
+    const { store, config, again } = await stores.fresh(kind, BUILD_CACHE_MB);
     const ms = await buildSynthetic(store, syn);
     const size = store instanceof SqliteExplorerStore ? `, file ${mb(store.sizeOnDisk())}` : '';
-    console.log(`build (${kind}): ${s1(ms)}, ${Math.round(OUTPUTS / (ms / 1000))} outputs/s through applyBlocks${size}`);
+    console.log(`build (${kind}): ${s1(ms)}, ${Math.round(outputs / (ms / 1000))} outputs/s through applyBlocks${kind === 'sqlite' ? ` (page cache ${BUILD_CACHE_MB} MB)` : ''}${size}`);
+    await storeLatency(kind, again(), syn);
     await serve(kind, config, ltc, syn, stores.dir);
     if (store instanceof SqliteExplorerStore) for (const f of [store.file, `${store.file}-wal`, `${store.file}-shm`]) fs.rmSync(f, { force: true });
+    else await stores.dropDatabase(config);
   }
 }
 
@@ -345,8 +411,9 @@ async function main() {
   let pg: Postgres | null = null;
   try {
     ltc = await startLitecoind();
-    // A durable cluster (fsync on, as an operator runs it), unlike the tests'.
-    if (STORES.includes('postgres')) pg = await startPostgres({ durable: true });
+    // A durable cluster (fsync on) with the two settings an operator raises for an index of this size:
+    // shared buffers, and WAL between checkpoints (the default 1 GB checkpoints every few seconds here).
+    if (STORES.includes('postgres')) pg = await startPostgres({ durable: true, settings: ['-c shared_buffers=256MB', '-c max_wal_size=8GB'] });
     const stores = new Stores(dir, pg);
     if (BLOCKS > 0) {
       await buildChain(ltc);

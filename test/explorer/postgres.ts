@@ -14,6 +14,7 @@ export interface Postgres {
   /** URL of database `db` (created by `createDatabase`). */
   url(db: string): string;
   createDatabase(db: string, template?: string): Promise<void>;
+  dropDatabase(db: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -36,28 +37,30 @@ function asPostgres(cmd: string, args: string[]): void {
   execFileSync(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-export async function startPostgres(opts: { durable?: boolean } = {}): Promise<Postgres> {
+export async function startPostgres(opts: { durable?: boolean; settings?: string[] } = {}): Promise<Postgres> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'explorer-pg-'));
   const data = path.join(dir, 'data');
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
   const port = await freePort();
   asPostgres(pgBin('initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync']);
   // Tests: no fsync (a killed node, not a killed machine, is what they test). Benchmarks keep the defaults.
-  const settings = [`-p ${port}`, `-k ${dir}`, `-c listen_addresses=127.0.0.1`, ...(opts.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'])];
+  const settings = [`-p ${port}`, `-k ${dir}`, `-c listen_addresses=127.0.0.1`, ...(opts.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']), ...(opts.settings ?? [])];
   asPostgres(pgBin('pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), '-o', settings.join(' '), '-w', '-t', '60', 'start']);
   const url = (db: string) => `postgresql://postgres@127.0.0.1:${port}/${db}`;
   let stopped = false;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: url('postgres') });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
   return {
     url,
-    async createDatabase(db, template) {
-      const c = new pg.Client({ connectionString: url('postgres') });
-      await c.connect();
-      try {
-        await c.query(`CREATE DATABASE "${db}"${template ? ` TEMPLATE "${template}"` : ''}`);
-      } finally {
-        await c.end();
-      }
-    },
+    createDatabase: (db, template) => admin(`CREATE DATABASE "${db}"${template ? ` TEMPLATE "${template}"` : ''}`),
+    dropDatabase: (db) => admin(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`),
     async stop() {
       if (stopped) return;
       stopped = true;
