@@ -1,5 +1,7 @@
 /** Route handlers of the apps plugin (manifests/apps.yaml). */
-import { ApiError, type Caller, type Handler, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
+import { ApiError, websocket, type Caller, type Handler, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
+import { execStream, terminal } from './exec.ts';
+import { inspectTarget, logsOf, pollLogs, resolveTarget, sinceOf, statsOf, tailOf } from './inside.ts';
 import { describeDockerError, type Engine } from './engine.ts';
 import { StepError, type Installer } from './installer.ts';
 import { splitAppName } from './names.ts';
@@ -9,6 +11,9 @@ import type { Registry } from './registry.ts';
 import { checkSpecification, LIMITS, type RuleContext } from './spec-rules.ts';
 import { normalise, type AppSpec } from './spec.ts';
 import { streamWork } from './stream.ts';
+import type { Monitor } from './monitor.ts';
+import { feasibility, locations, type NodePlace } from './placement.ts';
+import type { TamperingLog } from './tampering.ts';
 import { ignoreNotRunning } from './installer.ts';
 
 export interface HandlerDeps {
@@ -20,6 +25,12 @@ export interface HandlerDeps {
   registryAddress: string;
   minConfirmations: number;
   rules: () => RuleContext;
+  monitor: Monitor;
+  tampering: TamperingLog;
+  emit: (name: string, data: Record<string, unknown>) => void;
+  place: NodePlace;
+  publishHost: string;
+  nodeIp: string;
 }
 
 const NO_APP = () => new ApiError(400, 'BadRequest', 'No Core App specified');
@@ -28,23 +39,37 @@ const NOT_FOUND = () => new ApiError(404, 'NotFound', 'Application not found');
 /** The body as the client sent it (the signature covers the spec's key order). */
 const sent = (input: HandlerInput) => (input.rawBody?.length ? JSON.parse(input.rawBody.toString('utf8')) : input.body);
 
-/** Docker failures reach the caller as a typed error naming Docker, never as an internal error. */
+/** A Docker failure as a typed error naming Docker, never as an internal error. */
+export function dockerError(e: any, socketPath: string): unknown {
+  if (e instanceof ApiError) return e;
+  if (['ENOENT', 'ECONNREFUSED', 'EACCES', 'ECONNRESET'].includes(e?.code)) return new ApiError(503, 'DockerUnavailable', `Docker is not reachable at ${socketPath}: ${e.message}`);
+  if (typeof e?.statusCode === 'number') return new ApiError(e.statusCode, 'DockerError', describeDockerError(e));
+  return e;
+}
+
 function dockerErrors(handlers: Record<string, PlainHandler>, socketPath: string): Record<string, Handler> {
   const wrap = (fn: PlainHandler): PlainHandler => async (input) => {
     try {
       return await fn(input);
     } catch (e: any) {
-      if (e instanceof ApiError) throw e;
-      if (['ENOENT', 'ECONNREFUSED', 'EACCES', 'ECONNRESET'].includes(e?.code)) throw new ApiError(503, 'DockerUnavailable', `Docker is not reachable at ${socketPath}: ${e.message}`);
-      if (typeof e?.statusCode === 'number') throw new ApiError(e.statusCode, 'DockerError', describeDockerError(e));
-      throw e;
+      throw dockerError(e, socketPath);
     }
   };
   return Object.fromEntries(Object.entries(handlers).map(([k, fn]) => [k, wrap(fn)]));
 }
 
 export function makeHandlers(d: HandlerDeps): Record<string, Handler> {
-  return dockerErrors(handlersOf(d), d.engine.o.socketPath);
+  const sock = d.engine.o.socketPath;
+  return {
+    ...dockerErrors(handlersOf(d), sock),
+    appterminal: websocket(async (input, ws) => {
+      try {
+        await terminal(d.engine, await resolveTarget(d.installer, input.params.appname), input, ws);
+      } catch (e) {
+        throw dockerError(e, sock);
+      }
+    }),
+  };
 }
 
 function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
@@ -176,6 +201,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       const { spec, hash } = await checkedGlobal(name);
       return streamWork(installer, `install ${spec.name}`, spec.name, async (progress) => {
         await install(spec, hash, progress);
+        d.emit('apps.installed', { app: spec.name, hash });
         return `App ${spec.name} installed and started`;
       }, stepFailure(spec.name));
     },
@@ -209,8 +235,11 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       if (appname.includes('_')) throw new ApiError(400, 'BadRequest', 'Component cannot be removed manually; remove the whole app');
       const rec = await installer.installed(appname);
       if (!rec && !(await engine.listApp(appname)).length) throw NOT_FOUND();
+      const containers = rec ? rec.components.map((c) => c.container) : [];
       return streamWork(installer, `remove ${appname}`, appname, async (progress) => {
         await installer.remove(appname, !!input.params.force, progress);
+        for (const c of containers) d.monitor.forget(c);
+        d.emit('apps.removed', { app: appname });
         return `App ${appname} removed`;
       });
     },
@@ -246,6 +275,62 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       });
     },
 
+    // --- looking inside (one container, by its exact name from the installed record) ---
+    applog: async (input) => {
+      const tail = tailOf(input.params.lines);
+      return logsOf(engine, await resolveTarget(installer, input.params.appname), tail);
+    },
+    applogpolling: async (input) => {
+      const raw = input.query.lineCount ?? input.params.lines ?? 100;
+      const lineCount = Number(raw);
+      if (!Number.isInteger(lineCount) || lineCount < 1 || lineCount > 100_000) throw new ApiError(400, 'BadRequest', `lineCount: must be a whole number 1-100000, got ${JSON.stringify(String(raw))}`);
+      const since = sinceOf(input.query.since ?? input.params.since);
+      return pollLogs(engine, await resolveTarget(installer, input.params.appname), lineCount, since);
+    },
+    appinspect: async (input) => inspectTarget(engine, await resolveTarget(installer, input.params.appname)),
+    appstats: async (input) => statsOf(engine, await resolveTarget(installer, input.params.appname)),
+    apptop: async (input) => {
+      const t = await resolveTarget(installer, input.params.appname);
+      await inspectTarget(engine, t);
+      return engine.container(t.container).top();
+    },
+    appchanges: async (input) => {
+      const t = await resolveTarget(installer, input.params.appname);
+      await inspectTarget(engine, t);
+      return (await engine.container(t.container).changes()) ?? [];
+    },
+    appmonitor: async (input) => {
+      const t = await resolveTarget(installer, input.params.appname);
+      const raw = input.params.range;
+      const range = raw === undefined || raw === '' ? 3600_000 : Number(raw);
+      if (!Number.isInteger(range) || range < 1 || range > 7 * 24 * 3600_000) throw new ApiError(400, 'BadRequest', `range: must be milliseconds 1-${7 * 24 * 3600_000}, got ${JSON.stringify(String(raw))}`);
+      return d.monitor.history(t.container, range);
+    },
+    tamperingevents: async (input) => {
+      const rawLimit = input.query.limit;
+      const limit = rawLimit === undefined ? 500 : Number(rawLimit);
+      if (typeof rawLimit !== 'undefined' && typeof rawLimit !== 'string' && typeof rawLimit !== 'number') throw new ApiError(400, 'BadRequest', 'limit: must be a whole number 1-1000');
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ApiError(400, 'BadRequest', `limit: must be a whole number 1-1000, got ${JSON.stringify(String(rawLimit))}`);
+      const app = input.params.appname;
+      if (app !== undefined && typeof app !== 'string') throw new ApiError(400, 'BadRequest', 'appname: must be a string');
+      return d.tampering.list(app, limit);
+    },
+    placementfeasibility: async (input) => {
+      let spec: AppSpec;
+      try {
+        spec = checkSpecification(sent(input), d.rules());
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+        return { feasible: false, checks: [{ check: 'specification', ok: false, message: e.message }] };
+      }
+      return feasibility(spec, { place: d.place, policy, installed: await installer.store.find({}), publishHost: d.publishHost, nodeIp: d.nodeIp });
+    },
+    placementlocations: async () => locations(d.place, d.nodeIp, await installer.store.find({})),
+    appexec: async (input) => {
+      const body = (input.body ?? {}) as Record<string, unknown>;
+      return execStream(engine, await resolveTarget(installer, body.appname), body);
+    },
+
     listrunningapps: async () => (await engine.listManaged(false)).map(view),
     listallapps: async () => (await engine.listManaged(true)).map(view),
     listappsimages: async () => {
@@ -256,7 +341,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     },
     installedapps: async (input) => {
       const q = input.params.appname ? { name: input.params.appname } : {};
-      return (await installer.store.find(q)).map((r) => ({ ...r.appSpecification, hash: r.hash, installedAt: r.installedAt, components: r.components.map(({ name, container, desired }) => ({ name, container, desired })) }));
+      return (await installer.store.find(q)).map((r) => ({ ...r.appSpecification, hash: r.hash, installedAt: r.installedAt, components: r.components.map(({ name, container, desired, imageId, stoppedReason, stoppedAt }) => ({ name, container, desired, ...(imageId ? { imageId } : {}), ...(stoppedReason ? { stoppedReason, stoppedAt } : {}) })) }));
     },
     availableapps: async () => (await registry.globals()).map((g) => g.appSpecification),
     coreusage: async () => {
@@ -293,6 +378,15 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     await engine.createContainer(app, spec, i, hash);
     await engine.container(container).start();
     progress({ step: 'start', component: c.name, status: `Container ${container} started` });
+    // A redeploy by the owner may pull a newer image under the same tag: that image is the installed one
+    // from now on (the tampering checks compare against it).
+    const info = await engine.container(container).inspect();
+    const rec = await installer.installed(app);
+    const comp = rec?.components.find((x) => x.container === container);
+    if (rec && comp) {
+      comp.imageId = info.Image;
+      await installer.store.update({ name: app }, { $set: { components: rec.components } });
+    }
   }
 }
 

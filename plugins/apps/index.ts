@@ -9,6 +9,10 @@ import { daemonService } from '../daemon/api.ts';
 import { explorerPayments } from '../explorer/api.ts';
 import { identityService } from '../identity/api.ts';
 import { Engine } from './engine.ts';
+import { Guard, type AbuseRules } from './guard.ts';
+import { Monitor } from './monitor.ts';
+import type { NodePlace } from './placement.ts';
+import { TamperingLog, type TamperingEvent } from './tampering.ts';
 import { makeHandlers } from './handlers.ts';
 import { Installer, type InstalledApp } from './installer.ts';
 import { PaymentWatcher, type Payment } from './payments.ts';
@@ -32,6 +36,9 @@ export interface AppsConfig {
   reconcileIntervalMs: number;
   policy: { sources: string[]; refreshSeconds: number };
   price: PriceConfig;
+  monitor: { intervalMs: number };
+  guard: { intervalMs: number } & AbuseRules;
+  node: NodePlace;
 }
 
 export default definePlugin({
@@ -46,6 +53,7 @@ export default definePlugin({
     store: coreServices.store,
     clock: coreServices.clock,
     auth: coreServices.auth,
+    events: coreServices.events,
     gates: coreServices.gates,
     log: coreServices.log,
   },
@@ -79,6 +87,47 @@ export default definePlugin({
         properties: {
           sources: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
           refreshSeconds: { type: 'number', minimum: 0.05, default: 3600 },
+        },
+      },
+      monitor: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: { intervalMs: { type: 'integer', minimum: 50, default: 60_000 } },
+      },
+      guard: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          intervalMs: { type: 'integer', minimum: 50, default: 60_000 },
+          oomKillsPerHour: { type: 'integer', minimum: 1, default: 3 },
+          cpuOfLimit: { type: 'number', exclusiveMinimum: 0, default: 0.95 },
+          cpuSamples: { type: 'integer', minimum: 1, default: 55 },
+        },
+      },
+      node: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          tier: { enum: ['', 'cumulus', 'nimbus', 'stratus'], default: '' },
+          continent: { type: 'string', pattern: '^[A-Z]{0,2}$', default: '' },
+          country: { type: 'string', pattern: '^[A-Z]{0,2}$', default: '' },
+          region: { type: 'string', maxLength: 32, default: '' },
+          faultDomain: { type: 'string', maxLength: 128, default: '' },
+          staticIp: { type: 'boolean', default: false },
+          pubkey: { type: 'string', maxLength: 200, default: '' },
+          reserve: {
+            type: 'object',
+            additionalProperties: false,
+            default: {},
+            properties: {
+              cpu: { type: 'number', minimum: 0, default: 0.5 },
+              ram: { type: 'integer', minimum: 0, default: 1000 },
+              hdd: { type: 'integer', minimum: 0, default: 40 },
+            },
+          },
         },
       },
       price: {
@@ -149,7 +198,12 @@ export default definePlugin({
     });
     payments.start(cfg.paymentPollMs);
 
-    const reconciler = new Reconciler(engine, installer, () => ctx.clock.now(), ctx.log);
+    const emit = (name: string, data: Record<string, unknown>) => void ctx.events.emit(name, data);
+    const monitor = new Monitor(path.join(base, 'monitor.sqlite'), engine, installer, () => ctx.clock.now(), ctx.log);
+    const tampering = new TamperingLog(ctx.store('tampering') as Collection<TamperingEvent>, () => ctx.clock.now());
+    await tampering.init();
+    const guard = new Guard(engine, installer, tampering, monitor, cfg.guard, emit, () => ctx.clock.now(), ctx.log);
+    const reconciler = new Reconciler(engine, installer, () => ctx.clock.now(), ctx.log, guard);
     try {
       const n = await reconciler.adopt();
       if (n) ctx.log.info({ containers: n }, 'apps: adopted the running containers of installed apps');
@@ -157,10 +211,12 @@ export default definePlugin({
       ctx.log.warn({ err: (e as Error).message }, 'apps: Docker not reachable at start; the reconciler keeps trying');
     }
     reconciler.start(cfg.reconcileIntervalMs);
+    monitor.start(cfg.monitor.intervalMs);
+    guard.start(cfg.guard.intervalMs);
     const purge = setInterval(() => void registry.purgeTemporary().catch(() => {}), 60_000);
     purge.unref();
 
-    const handlers = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules });
+    const handlers = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp });
     return {
       handlers,
       dispose: async () => {
@@ -170,6 +226,8 @@ export default definePlugin({
         ctx.gates.set(POLICY_GATE, false);
         await payments.stop();
         await reconciler.stop();
+        await guard.stop();
+        await monitor.stop();
       },
     };
   },

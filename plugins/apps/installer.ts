@@ -15,6 +15,11 @@ export interface InstalledComponent {
   container: string;
   /** Running unless an owner or operator stopped it; the reconciler keeps it so. */
   desired: 'running' | 'stopped';
+  /** The image id the component's tag resolved to when the node first ran it (tampering checks). */
+  imageId?: string;
+  /** Why the resource checks stopped it (cleared by a start). */
+  stoppedReason?: string;
+  stoppedAt?: number;
 }
 
 export interface InstalledApp {
@@ -197,7 +202,14 @@ export class Installer {
   async setDesired(app: string, components: string[], desired: 'running' | 'stopped'): Promise<void> {
     const rec = await this.installed(app);
     if (!rec) return;
-    for (const c of rec.components) if (components.includes(c.name)) c.desired = desired;
+    for (const c of rec.components)
+      if (components.includes(c.name)) {
+        c.desired = desired;
+        if (desired === 'running') {
+          delete c.stoppedReason;
+          delete c.stoppedAt;
+        }
+      }
     await this.store.update({ name: app }, { $set: { components: rec.components } });
   }
 }

@@ -6,11 +6,16 @@
  * app: a failure is retried at the next rung.
  */
 import type { Engine } from './engine.ts';
-import type { Installer, InstalledApp } from './installer.ts';
+import type { InstalledComponent, Installer, InstalledApp } from './installer.ts';
 import { normalise } from './spec.ts';
 
 export const LADDER_MS = [0, 30_000, 300_000, 900_000, 1_800_000];
 export const STABLE_MS = 600_000;
+
+/** Consulted before a component is started again: false keeps it down (the guard's resource checks). */
+export interface ReconcilerHooks {
+  beforeStart(rec: InstalledApp, comp: InstalledComponent, exists: boolean): Promise<boolean>;
+}
 
 interface Track {
   attempts: number;
@@ -30,6 +35,7 @@ export class Reconciler {
     private readonly installer: Installer,
     private readonly now: () => number,
     private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
+    private readonly hooks?: ReconcilerHooks,
   ) {}
 
   /** Mount the volumes of installed apps and count the containers found (the first look after a start). */
@@ -104,6 +110,7 @@ export class Reconciler {
         }
         t.runningSince = null;
         if (comp.desired !== 'running' || !this.due(t, now)) continue;
+        if (this.hooks && !(await this.hooks.beforeStart(rec, comp, !!c).catch(() => true))) continue;
         t.attempts++;
         t.lastAttempt = now;
         try {

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { startNode, type Answer, type TestNode } from '../support/node.ts';
+import { ok as okData } from '../support/envelope.ts';
 import { freePortIn, unmountUnder, type TestDocker } from '../support/docker.ts';
 import type { Regtest } from '../support/litecoind.ts';
 import { bitcoinWallet, type TestWallet } from '../support/wallets.ts';
@@ -53,6 +54,8 @@ export interface NodeOptions {
   /** Write a signed policy before start (default true). */
   policy?: boolean;
   apps?: Record<string, unknown>;
+  /** Other top-level config keys (e.g. `node: {eventStream: true}`). */
+  config?: Record<string, unknown>;
 }
 
 export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
@@ -73,6 +76,7 @@ export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
       price: { coinUsd: 1 },
       ...o.apps,
     },
+    ...o.config,
   };
   if (o.ltc) {
     config.daemon = { rpc: { url: o.ltc.url, user: o.ltc.user, password: o.ltc.password } };
@@ -194,6 +198,18 @@ export async function pay(ltc: Regtest, address: string, coins: number, hash: st
 }
 
 export const freeAppPort = () => freePortIn(23100, 23999);
+/** Host ports of the issue-14 tests (their own range, apart from the other apps tests). */
+export const freeAppPort2 = () => freePortIn(28000, 28999);
+
+/** Register and pay several specs in one block; answers when every one is a global spec. */
+export async function registerPaid(node: AppsNode, ltc: Regtest, registryAddress: string, signer: TestWallet, specs: Record<string, any>[]): Promise<void> {
+  for (const spec of specs) {
+    const hash = okData(await node.post('/apps/appregister', await signedMessage(signer, spec), node.headers.owner));
+    await pay(ltc, registryAddress, okData(await node.post('/apps/calculateprice', spec)), hash);
+  }
+  await ltc.mine(1);
+  for (const spec of specs) await until(`global ${spec.name}`, async () => (await node.get(`/apps/appspecifications/${spec.name}`)).json?.status === 'success');
+}
 
 /** GET a published port of an app (127.0.0.1). */
 export async function probe(port: number): Promise<any> {
