@@ -23,7 +23,19 @@ export interface ListenerConfig {
   requestTimeoutMs: number;
   /** How long the headers may take to arrive. */
   headersTimeoutMs: number;
+  /** Open connections at most; 0: the soft descriptor limit less a reserve (core/http/connections.ts). */
+  maxConnections: number;
+  /** A request body that receives nothing for this long closes its connection. */
+  bodyIdleTimeoutMs: number;
+  /** Bytes of request bodies held at once, in all and per caller address. */
+  bodyMemoryBytes: number;
+  bodyMemoryPerAddressBytes: number;
+  /** Origins browsers may call from with `legacyidauth`: exact origins, or `ui` (this node's own UI). */
+  corsOrigins: string[];
 }
+
+/** The network's gateway UI, which calls nodes from the browser (reference fact under the naming mapping). */
+export const DEFAULT_CORS_ORIGINS = ['ui', 'https://home.runoncore.io'];
 
 export interface NodeConfig {
   /** The listener this process serves: the manifests whose `listener:` is this name. */
@@ -61,6 +73,16 @@ const schema = {
         },
         requestTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 300_000 },
         headersTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 60_000 },
+        maxConnections: { type: 'integer', minimum: 0, default: 0 },
+        bodyIdleTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 10_000 },
+        bodyMemoryBytes: { type: 'integer', minimum: 65536, default: 64 * 1024 * 1024 },
+        bodyMemoryPerAddressBytes: { type: 'integer', minimum: 65536, default: 16 * 1024 * 1024 },
+        corsOrigins: {
+          type: 'array',
+          // `null` is the origin of sandboxed frames and files: anyone can send it, so it is never allowed.
+          items: { type: 'string', anyOf: [{ const: 'ui' }, { pattern: '^https?://[^/\\s]+$' }] },
+          default: DEFAULT_CORS_ORIGINS,
+        },
       },
       additionalProperties: false,
       default: {},

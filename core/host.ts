@@ -29,6 +29,7 @@ import { Stores } from './services/store.ts';
 import { drained, type RouteTable } from './http/table.ts';
 import { ManifestWatcher } from './manifest/watch.ts';
 import { handleUpgrade } from './http/ws.ts';
+import { ConnectionGuard, DEFAULT_LIMITS } from './http/connections.ts';
 
 export interface HostOptions {
   config: NodeConfig;
@@ -53,6 +54,8 @@ export class Host {
   readonly queue: OperationsService;
   readonly pluginState: PluginState;
   server?: http.Server | https.Server;
+  /** Per-connection and all-connection bounds of the listener (set by listen()). */
+  connections?: ConnectionGuard;
 
   private table: RouteTable | null = null;
   private ready = false;
@@ -68,7 +71,7 @@ export class Host {
     this.config = opts.config;
     this.clock = opts.clock ?? { now: () => Date.now() };
     this.log = opts.logger ?? pino({ level: this.config.log.level, base: { listener: this.config.listener } });
-    this.stores = new Stores(this.config.dataDir);
+    this.stores = new Stores(this.config.dataDir, this.log);
     this.auth = new AuthService(
       () => this.config.initial.legacyid,
       () => this.config.coreTeam,
@@ -96,11 +99,12 @@ export class Host {
       pluginRefusal: (id) => this.plugins.refusal(id),
       onHandler: opts.onHandler,
     };
+    const corsPolicy = { origins: this.config.api.corsOrigins, apiPort: this.config.api.port };
     // One middleware: CORS, booting, then the route table (a snapshot: a request finishes on the table it
     // started with, even if a reload swaps it meanwhile; the table counts its requests, so plugins a swap
     // retires are disposed only after they are answered), else 404.
     this.app.use((ctx) => {
-      if (ctx.req.headers.origin && cors(ctx)) return;
+      if (ctx.req.headers.origin && cors(ctx, corsPolicy)) return;
       if (!this.ready) {
         ctx.status = 503;
         ctx.set('Retry-After', '1');
@@ -142,13 +146,20 @@ export class Host {
 
   async listen(port = this.config.api.port, host = this.config.api.host): Promise<number> {
     const tls = this.config.api.tls;
-    const handler = this.app.callback();
+    const api = this.config.api;
+    this.connections = new ConnectionGuard(
+      { ...DEFAULT_LIMITS, maxConnections: api.maxConnections, bodyIdleMs: api.bodyIdleTimeoutMs, bodyBytes: api.bodyMemoryBytes, bodyBytesPerAddress: api.bodyMemoryPerAddressBytes },
+      this.log,
+    );
+    // Every request waits its turn on its connection (one at a time, answers read before the next runs).
+    const handler = this.connections.wrap(this.app.callback());
     this.server = tls
       ? https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, handler)
       : http.createServer(handler);
     // With a listener, Node no longer answers `Expect: 100-continue` itself: the chain sends 100 only when
     // it is about to read the body, so a body over the limit is refused (413) before it is sent at all.
     this.server.on('checkContinue', (req, res) => handler(req, res));
+    this.connections.attach(this.server);
     this.server.keepAliveTimeout = 65_000;
     // A request (headers and body) must arrive within these; slow senders are cut (config api.*TimeoutMs).
     this.server.requestTimeout = this.config.api.requestTimeoutMs;
@@ -163,8 +174,12 @@ export class Host {
     );
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
-      this.server!.listen(port, host, () => resolve());
+      this.server!.listen(port, host, () => {
+        this.server!.off('error', reject);
+        resolve();
+      });
     });
+    this.log.info({ maxConnections: this.connections.cap }, 'connections capped below the descriptor limit');
     return (this.server.address() as AddressInfo).port;
   }
 
