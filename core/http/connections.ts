@@ -28,7 +28,10 @@ import { BodyBudget, attachTicket } from './body-budget.ts';
 export interface ConnectionLimits {
   /** Open connections (HTTP and websocket) at most; 0: derived from the soft descriptor limit. */
   maxConnections: number;
-  /** Parsed requests waiting on one connection before it is closed. */
+  /**
+   * Parsed requests waiting on one connection before it is closed. Reading pauses at `pauseAt`, but one
+   * 64 KB read can hold 1,600 small requests, each ~1.7 KB once parsed (measured): this bounds that read.
+   */
   queuedPerConnection: number;
   /** Waiting requests at which reading the connection pauses. */
   pauseAt: number;
@@ -46,12 +49,12 @@ export interface ConnectionLimits {
 }
 
 export const DEFAULT_LIMITS: Omit<ConnectionLimits, 'maxConnections' | 'bodyIdleMs' | 'bodyBytes' | 'bodyBytesPerAddress'> = {
-  queuedPerConnection: 64,
+  queuedPerConnection: 128,
   pauseAt: 8,
   bufferedBytes: 1 << 20,
   sendStallMs: 30_000,
-  lingerMs: 2000,
-  lingerBytes: 4 << 20,
+  lingerMs: 3000,
+  lingerBytes: 8 << 20,
 };
 
 /** The soft RLIMIT_NOFILE of this process (from /proc/self/limits), or undefined (unlimited, not Linux). */
@@ -84,6 +87,7 @@ interface Conn {
   upgraded: boolean;
   lastActive: number;
   paused: boolean;
+  resumeSocket: () => void;
   lingering: boolean;
   /** Progress marks for the stall sweep. */
   readMark: number;
@@ -168,6 +172,7 @@ export class ConnectionGuard {
       upgraded: false,
       lastActive: now,
       paused: false,
+      resumeSocket: () => undefined,
       lingering: false,
       readMark: 0,
       readAt: now,
@@ -179,6 +184,19 @@ export class ConnectionGuard {
       this.conns.delete(socket);
       c.queue.length = 0;
     });
+    // Node releases its own pipelining brake whenever its buffered answers drain (socketOnDrain: parser
+    // and socket resumed), which would lift ours too; while we hold the connection, that resume re-pauses.
+    const resume = socket.resume;
+    c.resumeSocket = () => resume.call(socket);
+    socket.resume = function (this: net.Socket) {
+      if (c.paused && !socket.destroyed) {
+        const s = socket as net.Socket & { _paused?: boolean; parser?: { pause(): void } | null };
+        s._paused = true;
+        s.parser?.pause();
+        return socket;
+      }
+      return resume.call(socket);
+    };
     // Node ends a connection after an answer with `Connection: close` through destroySoon(); when the
     // request body is still arriving, that close would reset the client before it reads the answer.
     const destroySoon = socket.destroySoon.bind(socket);
@@ -257,7 +275,7 @@ export class ConnectionGuard {
     if (!s._paused || s.destroyed) return;
     s._paused = false;
     s.parser?.resume();
-    s.resume();
+    c.resumeSocket();
   }
 
   /** Half-close after the answer, discard what the client still sends (bounded), then close. */
