@@ -141,6 +141,7 @@ export interface Collection<T = any> {
   update(query: Query, update: unknown, options?: { multi?: boolean; upsert?: boolean; returnUpdatedDocs?: boolean }): Promise<any>;
   remove(query: Query, options?: { multi?: boolean }): Promise<number>;
   ensureIndex(options: { fieldName: string | string[]; unique?: boolean; sparse?: boolean; expireAfterSeconds?: number }): Promise<void>;
+  removeIndex(fieldName: string | string[]): Promise<void>;
   /** Re-read the collection from its file (after a failed write, to drop what did not reach the disk). */
   load(): Promise<void>;
 }

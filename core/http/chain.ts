@@ -197,6 +197,14 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       if (r.validateQuery && !r.validateQuery(query)) throw invalid('query', r.validateQuery);
       if (r.validateBody && !r.validateBody(body)) throw invalid('body', r.validateBody);
 
+      // HEAD goes through every refusal of its GET route but runs no handler: GET handlers of the spec
+      // change state (a login phrase issued, a session ended), and HEAD must not.
+      if (ctx.method === 'HEAD') {
+        ctx.status = 200;
+        ctx.set('Content-Type', spec.method === 'SSE' ? 'text/event-stream' : 'application/json; charset=utf-8');
+        return;
+      }
+
       const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller);
 
       svc.onHandler?.(spec.id, caller);

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Manifest } from '../manifest/parse.ts';
 import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api.ts';
 import type { PluginState } from './state.ts';
-import type { NodeConfig } from '../config.ts';
+import { fromEnvText, type NodeConfig } from '../config.ts';
 import { createAjv, describeError } from '../manifest/schema.ts';
 
 export interface Retired {
@@ -227,7 +227,7 @@ export function validatePluginConfig(def: PluginDefinition, config: NodeConfig, 
   for (const [name, key] of bound) {
     const v = env[name];
     // Unset or empty keeps the file's value or the default.
-    if (v !== undefined && v !== '') section[key] = fromEnv(name, props[key]?.type, v);
+    if (v !== undefined && v !== '') section[key] = fromEnvText(name, props[key]?.type, v);
   }
   if (def.configSchema) {
     const v = configAjv.compile(def.configSchema);
@@ -238,21 +238,4 @@ export function validatePluginConfig(def: PluginDefinition, config: NodeConfig, 
     }
   }
   return section;
-}
-
-/** An env variable's text as the schema type of the key it is bound to. */
-export function fromEnv(name: string, type: string | undefined, text: string): unknown {
-  const t = text.trim();
-  if (type === 'boolean') {
-    if (/^(true|1|yes|on)$/i.test(t)) return true;
-    if (/^(false|0|no|off)$/i.test(t)) return false;
-    throw new Error(`${name}: must be true or false, got '${text}'`);
-  }
-  if (type === 'integer' || type === 'number') {
-    const n = Number(t);
-    if (t === '' || !Number.isFinite(n)) throw new Error(`${name}: must be a number, got '${text}'`);
-    if (type === 'integer' && !Number.isInteger(n)) throw new Error(`${name}: must be a whole number, got '${text}'`);
-    return n;
-  }
-  return text;
 }

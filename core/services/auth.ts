@@ -10,6 +10,13 @@ export type { AuthHeader, Session };
 export type SessionResolver = (auth: AuthHeader) => Session | null | Promise<Session | null>;
 export type AppOwnerLookup = (appName: string) => string | null | undefined | Promise<string | null | undefined>;
 
+const ETHEREUM = /^0x[0-9a-fA-F]{40}$/;
+
+/** One wallet, however its ethereum id is spelled (checksummed, lower or upper case): hex is case-free. */
+export function sameId(a: string, b: string): boolean {
+  return a === b || (ETHEREUM.test(a) && ETHEREUM.test(b) && a.toLowerCase() === b.toLowerCase());
+}
+
 export const ANONYMOUS: Caller = Object.freeze({ authenticated: false, isAdmin: false, isCoreTeam: false, privilege: 'none' });
 
 export class AuthService implements Auth {
@@ -65,12 +72,12 @@ export class AuthService implements Auth {
 
   isOperator(legacyid: string | undefined): boolean {
     const op = this.operatorId();
-    return !!legacyid && !!op && legacyid === op;
+    return !!legacyid && !!op && sameId(legacyid, op);
   }
 
   isCoreTeam(legacyid: string | undefined): boolean {
     if (!legacyid) return false;
-    return this.coreTeam().includes(legacyid);
+    return this.coreTeam().some((id) => sameId(id, legacyid));
   }
 
   /** The login label: core team first, then operator, else user (reference order). */
@@ -84,7 +91,7 @@ export class AuthService implements Auth {
     const header = this.parseHeader(headerValue);
     if (!header || !this.sessionResolver) return ANONYMOUS;
     const session = await this.sessionResolver(header);
-    if (!session || session.legacyid !== header.legacyid) return ANONYMOUS;
+    if (!session || !sameId(session.legacyid, header.legacyid)) return ANONYMOUS;
     return this.callerFor(session);
   }
 

@@ -66,3 +66,14 @@ export function isBech32(s: string): boolean {
 export function looksLikeAddress(s: string): boolean {
   return isBase58Check(s) || isBech32(s);
 }
+
+/**
+ * The one spelling the index keys an address by, or null when `s` is not an address. Bech32 is
+ * case-insensitive but must not mix cases (BIP173): an all-upper-case address is the lower-case one.
+ * Base58check is case-sensitive and stays as given.
+ */
+export function canonicalAddress(s: string): string | null {
+  if (isBase58Check(s)) return s;
+  if (isBech32(s)) return s.toLowerCase();
+  return null;
+}

@@ -1,15 +1,17 @@
 /** The /explorer route handlers: per-address reads, the sync check, and the operator's scanner controls. */
-import { ApiError, type HandlerInput } from '../../core/plugin-api.ts';
+import { ApiError, reply, type HandlerInput } from '../../core/plugin-api.ts';
 import { RpcError, type RpcClient } from '../daemon/api.ts';
-import { looksLikeAddress } from './address.ts';
+import { canonicalAddress } from './address.ts';
 import type { Scanner } from './scanner.ts';
-import type { ExplorerStore } from './store.ts';
+import type { ExplorerStore, Page, TxCursor, UtxoCursor } from './store.ts';
 
 export interface HandlerDeps {
   rpc: RpcClient;
   store: ExplorerStore;
   scanner: Scanner;
   startHeight: number;
+  /** Entries in an answer when the caller gives no `limit`, and the largest `limit` accepted. */
+  pageLimit: number;
 }
 
 const bad = (message: string) => new ApiError(400, 'BadRequest', message);
@@ -42,17 +44,59 @@ class AddressCheck {
   }
 }
 
-export function explorerHandlers({ rpc, store, scanner, startHeight }: HandlerDeps) {
+/** A store that cannot answer (database down, index not open yet) is a named, temporary refusal, not a crash. */
+function fromStore(e: unknown): never {
+  if (e instanceof ApiError) throw e;
+  throw new ApiError(503, 'ServiceUnavailable', `The explorer index cannot answer now: ${(e as Error).message}`);
+}
+
+const UTXO_CURSOR = /^(\d{1,10}):([0-9a-f]{64}):(\d{1,10})$/;
+const TX_CURSOR = /^(\d{1,10}):([0-9a-f]{64})$/;
+/** The cursor that continues after an entry: `<height>:<txid>[:<vout>]`. */
+const utxoCursor = (u: UtxoCursor) => `${u.height}:${u.txid}:${u.vout}`;
+const txCursor = (t: TxCursor) => `${t.height}:${t.txid}`;
+
+export function explorerHandlers({ rpc, store, scanner, startHeight, pageLimit }: HandlerDeps) {
   const check = new AddressCheck(rpc);
   let busy: Promise<unknown> | null = null;
 
   async function addressOf({ params, query }: HandlerInput): Promise<string> {
     const raw = params.address ?? query.address;
     if (raw === undefined || raw === '') throw bad('No address provided');
-    const address = String(raw);
-    if (!looksLikeAddress(address)) throw bad(`Invalid address: ${address.slice(0, 128)} is not a base58check or bech32 address`);
-    if (!(await check.valid(address).catch(fromDaemon))) throw bad(`Invalid address: ${address} does not belong to the daemon's network`);
+    const given = String(raw);
+    // One spelling per address, so an upper-case bech32 address finds what the lower-case one holds.
+    const address = canonicalAddress(given);
+    if (address === null) throw bad(`Invalid address: ${given.slice(0, 128)} is not a base58check or bech32 address (bech32 in one case)`);
+    if (!(await check.valid(address).catch(fromDaemon))) throw bad(`Invalid address: ${given} does not belong to the daemon's network`);
     return address;
+  }
+
+  /** `limit`, `offset` and `cursor` of a list route (checked by the manifest's query schema; bounds here). */
+  function pageOf<C>(query: Record<string, any>, parse: (m: RegExpExecArray) => C, form: RegExp): Page<C> & { asked: boolean } {
+    const limit = query.limit === undefined ? pageLimit : Number(query.limit);
+    if (limit > pageLimit) throw bad(`limit must be at most ${pageLimit}`);
+    const page: Page<C> & { asked: boolean } = { limit, asked: query.limit !== undefined };
+    if (query.offset !== undefined) page.offset = Number(query.offset);
+    if (query.cursor !== undefined) {
+      const m = form.exec(String(query.cursor));
+      if (!m) throw bad(`Invalid cursor: ${String(query.cursor).slice(0, 100)}`);
+      page.after = parse(m);
+    }
+    return page;
+  }
+
+  /**
+   * One more entry than the page is read, to know whether the list goes on. When it does, the answer keeps
+   * the spec's envelope and says so in headers: `X-Explorer-Next-Cursor` (pass it as `cursor`), and
+   * `X-Explorer-Capped: <pageLimit>` when the caller gave no `limit` and the list was cut at the default.
+   */
+  function paged<T>(items: T[], page: Page<unknown> & { asked: boolean }, cursor: (x: T) => string, data: (items: T[], next?: string) => unknown) {
+    if (items.length <= page.limit) return data(items);
+    const shown = items.slice(0, page.limit);
+    const next = cursor(shown.at(-1)!);
+    const headers: Record<string, string> = { 'X-Explorer-Next-Cursor': next };
+    if (!page.asked) headers['X-Explorer-Capped'] = String(pageLimit);
+    return reply(200, { status: 'success', data: data(shown, next) }, headers);
   }
 
   /** Operator controls run one at a time; a second call meanwhile is refused (reference text). */
@@ -75,15 +119,21 @@ export function explorerHandlers({ rpc, store, scanner, startHeight }: HandlerDe
   const handlers = {
     utxo: async (input: HandlerInput) => {
       const address = await addressOf(input);
+      const page = pageOf(input.query, (m) => ({ height: Number(m[1]), txid: m[2], vout: Number(m[3]) }), UTXO_CURSOR);
       const tip = store.tip()?.height;
-      return (await store.utxos(address)).map((u) => ({ ...u, confirmations: tip === undefined ? 0 : tip - u.height + 1 }));
+      const rows = await store.utxos(address, { ...page, limit: page.limit + 1 }).catch(fromStore);
+      const out = rows.map((u) => ({ ...u, confirmations: tip === undefined ? 0 : tip - u.height + 1 }));
+      return paged(out, page, utxoCursor, (items) => items);
     },
     transactions: async (input: HandlerInput) => {
       const address = await addressOf(input);
-      return { address, transactions: await store.transactions(address) };
+      const page = pageOf(input.query, (m) => ({ height: Number(m[1]), txid: m[2] }), TX_CURSOR);
+      const rows = await store.transactions(address, { ...page, limit: page.limit + 1 }).catch(fromStore);
+      return paged(rows, page, txCursor, (transactions, next) => (next ? { address, transactions, next } : { address, transactions }));
     },
     balance: async (input: HandlerInput) => {
-      const sum = await store.balance(await addressOf(input));
+      const address = await addressOf(input);
+      const sum = await store.balance(address).catch(fromStore);
       if (sum > BigInt(Number.MAX_SAFE_INTEGER)) throw new ApiError(500, 'BalanceTooLarge', 'The balance exceeds the exact integer range of JSON numbers');
       return Number(sum);
     },

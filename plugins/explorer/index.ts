@@ -1,12 +1,12 @@
 /**
- * The explorer: indexes the daemon's chain into the embedded store (unspent outputs, transaction lists and
+ * The explorer: indexes the daemon's chain into its store (embedded SQLite by default, or PostgreSQL) (unspent outputs, transaction lists and
  * balances per address, amounts as integers) and follows its tip, rolling back reorganisations. Uses the
  * `daemon` service; serves the /explorer routes.
  */
 import { configSchema, coreServices, definePlugin } from '../../core/plugin-api.ts';
 import { daemonService, type RpcClient } from '../daemon/api.ts';
 import { explorerHandlers } from './handlers.ts';
-import { NedbExplorerStore } from './nedb-store.ts';
+import { createStore, describeStore, retireLegacyIndex, storeConfigSchema, type StoreConfig } from './open-store.ts';
 import { Scanner } from './scanner.ts';
 
 export interface ExplorerConfig {
@@ -16,6 +16,9 @@ export interface ExplorerConfig {
   retryIntervalMs: number;
   prefetch: number;
   undoDepth: number;
+  /** Entries an answer of /utxo or /transactions holds when the caller gives no `limit` (and the most it may ask). */
+  pageLimit: number;
+  store: StoreConfig;
 }
 
 type CallOpts = Parameters<RpcClient['call']>[2];
@@ -37,7 +40,7 @@ function uncached(daemon: RpcClient): RpcClient {
 export default definePlugin({
   id: 'explorer',
   version: '1.0.0',
-  deps: { daemon: daemonService, store: coreServices.store, log: coreServices.log },
+  deps: { daemon: daemonService, node: coreServices.node, log: coreServices.log },
   configSchema: configSchema<ExplorerConfig>({
     type: 'object',
     additionalProperties: false,
@@ -49,12 +52,16 @@ export default definePlugin({
       retryIntervalMs: { type: 'integer', minimum: 50, maximum: 3_600_000, default: 15_000 },
       prefetch: { type: 'integer', minimum: 1, maximum: 256, default: 32 },
       undoDepth: { type: 'integer', minimum: 10, maximum: 1_000_000, default: 1000 },
+      pageLimit: { type: 'integer', minimum: 1, maximum: 100_000, default: 1000 },
+      store: storeConfigSchema,
     },
   }),
-  setup(ctx) {
+  async setup(ctx) {
     const cfg = ctx.config;
     const rpc = uncached(ctx.daemon);
-    const store = new NedbExplorerStore(ctx.store('index'), { undoDepth: cfg.undoDepth });
+    const dataDir = ctx.node.dataDir;
+    retireLegacyIndex(dataDir, ctx.log);
+    const store = createStore(cfg.store, dataDir, cfg.undoDepth);
     const scanner = new Scanner(rpc, store, {
       startHeight: cfg.startHeight,
       pollMs: cfg.pollIntervalMs,
@@ -62,13 +69,22 @@ export default definePlugin({
       prefetch: cfg.prefetch,
       log: ctx.log,
     });
+    // Opened before serving, so reads answer at once; a store that cannot be opened yet (database down) is
+    // opened by the scanner when it next tries, and reads answer "unavailable" meanwhile.
+    try {
+      await scanner.open();
+      ctx.log.info({ store: describeStore(cfg.store, dataDir), tip: store.tip() }, 'explorer: index open');
+    } catch (e) {
+      ctx.log.warn({ store: describeStore(cfg.store, dataDir), err: (e as Error).message }, 'explorer: index not open yet; retrying with block processing');
+    }
     if (cfg.autoStart) scanner.start();
-    const api = explorerHandlers({ rpc, store, scanner, startHeight: cfg.startHeight });
+    const api = explorerHandlers({ rpc, store, scanner, startHeight: cfg.startHeight, pageLimit: cfg.pageLimit });
     return {
       handlers: api.handlers,
       dispose: async () => {
         await api.idle();
         await scanner.stop();
+        await store.close();
       },
     };
   },

@@ -90,6 +90,11 @@ export class Scanner {
     await loop;
   }
 
+  /** Open the store (an index found inconsistent is dropped, to be rebuilt). */
+  async open(): Promise<void> {
+    await this.guard(() => this.ensureOpen());
+  }
+
   /** Open the store (recovery) once, then bring the index to the daemon's tip; returns the scanned tip height. */
   async catchUp(signal: AbortSignal = unlimited()): Promise<number | null> {
     await this.ensureOpen();

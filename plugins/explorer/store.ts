@@ -1,7 +1,7 @@
 /**
- * The explorer's storage contract. Narrow on purpose: the scanner and the routes use only this, so a
- * networked database (one transaction per block) can replace the embedded nedb implementation for a full
- * mainnet index without touching them.
+ * The explorer's storage contract. Narrow on purpose: the scanner and the routes use only this, so the
+ * embedded SQLite store (`sqlite-store.ts`, the default) and the PostgreSQL store (`pg-store.ts`) are
+ * interchangeable, and the same tests run against both.
  */
 
 /** An unspent output paying an address. Amounts are integers in the smallest unit. */
@@ -46,6 +46,20 @@ export interface Tip {
   hash: string;
 }
 
+/** Where a page of an address's list starts: after this entry (in the list's order), then `offset` more skipped. */
+export interface Page<C> {
+  limit: number;
+  offset?: number;
+  after?: C;
+}
+/** The last unspent output of a page (outputs are listed oldest first: height, txid, vout). */
+export type UtxoCursor = Pick<Utxo, 'height' | 'txid' | 'vout'>;
+/** The last transaction of a page (listed newest first: height descending, then txid). */
+export type TxCursor = TxRef;
+
+/** A write step, for the crash tests: each store calls its `faultAt` hook after it, inside the run's transaction. */
+export type WriteStep = 'journal' | 'spent' | 'added' | 'tip' | 'undo-marked' | 'reverted';
+
 export interface ExplorerStore {
   /** Load and finish or undo a block that a crash left half-applied; returns the scanned tip. */
   open(): Promise<Tip | null>;
@@ -56,19 +70,23 @@ export interface ExplorerStore {
   /** The lowest height the index can be rolled back to exactly (undo records are kept for a bounded depth). */
   lowestUndoTarget(): number | null;
   /**
-   * Apply consecutive blocks on top of the tip, atomically with the tip: after a crash the index holds
-   * either none of them or all of them (a batch saves per-write overhead while catching up).
+   * Apply consecutive blocks on top of the tip, atomically with the tip: after a crash the index holds the
+   * blocks up to its tip and none above, never part of a block (a batch saves per-write overhead while
+   * catching up; a store may commit a long batch as several runs of whole blocks).
    */
   applyBlocks(blocks: ParsedBlock[]): Promise<void>;
   /** Undo the tip block exactly: its outputs removed, the outputs it spent restored. */
   undoTip(): Promise<void>;
   /** Forget everything (reindex). */
   drop(): Promise<void>;
-  utxos(address: string): Promise<Utxo[]>;
-  /** Newest first. */
-  transactions(address: string): Promise<TxRef[]>;
+  /** Oldest first (height, txid, vout); all of them without a page. */
+  utxos(address: string, page?: Page<UtxoCursor>): Promise<Utxo[]>;
+  /** Newest first (height descending, then txid); all of them without a page. */
+  transactions(address: string, page?: Page<TxCursor>): Promise<TxRef[]>;
   /** Sum of the address's unspent outputs, in the smallest unit. */
   balance(address: string): Promise<bigint>;
+  /** Release the file or the connections (the node stops; a test is done with this instance). */
+  close(): Promise<void>;
 }
 
 /** The stored index contradicts itself (found at open); the scanner rebuilds it. */

@@ -1,29 +1,21 @@
-/** The route handlers of manifests/identity.yaml. */
-import { ApiError, websocket, type Auth, type Clock, type Collection, type HandlerInput, type Health } from '../../core/plugin-api.ts';
+/** The route handlers of manifests/identity.yaml; their input is checked by the manifest's schemas. */
+import { ApiError, websocket, type Auth, type Clock, type HandlerInput, type Health } from '../../core/plugin-api.ts';
+import { canonicalId } from './ids.ts';
 import { EXPIRED, Logins, USED, readLoginInput } from './login.ts';
-import { PHRASE_FORM, type PhraseBook, type PhraseRecord } from './phrases.ts';
+import type { PhraseBook, PhraseKind, PhraseRecord } from './phrases.ts';
 import type { SessionBook, SessionRecord } from './sessions.ts';
+import type { SignBook } from './signs.ts';
 import { LoginSockets, errorEnvelope } from './sockets.ts';
 
-export interface SignRecord {
-  _id?: string;
-  signature: string;
-  identifier: string;
-  loginPhrase: string;
-  createdAt: number;
-  expiredAt: number;
-}
-
 export interface HandlerDeps {
-  health: Health;
-  auth: Auth;
-  clock: Clock;
+  ctx: { health: Health; auth: Auth; clock: Clock };
   phrases: PhraseBook;
   sessions: SessionBook;
   sockets: LoginSockets;
   logins: Logins;
-  signs: Collection<SignRecord>;
+  signs: SignBook;
   wsTimeoutMs: number;
+  phrasesPerAddress: number;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -31,14 +23,25 @@ const sessionView = (s: SessionRecord) => ({ legacyid: s.legacyid, loginPhrase: 
 const phraseView = (p: PhraseRecord) => ({ loginPhrase: p.loginPhrase, createdAt: iso(p.createdAt), expireAt: iso(p.expireAt), used: p.usedAt !== undefined, emergency: !!p.emergency });
 
 export function makeHandlers(d: HandlerDeps) {
-  const { phrases, sessions, sockets, logins, clock, auth } = d;
+  const { ctx, phrases, sessions, sockets, logins } = d;
 
   // Concurrent phrase requests share one run of the checks that gate login (not the report-only ones).
   let checking: ReturnType<Health['run']> | null = null;
-  const health = () => (checking ??= d.health.run({ requiredOnly: true }).finally(() => (checking = null)));
+  const health = () => (checking ??= ctx.health.run({ requiredOnly: true }).finally(() => (checking = null)));
+
+  const issue = (kind: PhraseKind, ip: string) => {
+    const phrase = phrases.issue(kind, ip);
+    if (phrase === null)
+      throw new ApiError(
+        429,
+        'TooManyPhrases',
+        `Your address was issued ${d.phrasesPerAddress} ${kind} phrases in the last 15 minutes: log in with one of them, or ask again later. Every phrase stays valid for its 15 minutes.`,
+      );
+    return phrase;
+  };
 
   return {
-    loginphrase: async () => {
+    loginphrase: async ({ ip }: HandlerInput) => {
       const h = await health();
       if (!h.healthy) {
         const failing = h.checks.filter((c) => !c.ok && c.required).map((c) => (c.message ? `${c.name} (${c.message})` : c.name));
@@ -48,24 +51,23 @@ export function makeHandlers(d: HandlerDeps) {
           `This node fails its fitness checks: ${failing.join('; ')}. Login phrases are refused until it recovers (see GET /core/health); the operator can log in with GET /id/emergencyphrase.`,
         );
       }
-      return (await phrases.issue()).loginPhrase;
+      return issue('login', ip);
     },
 
-    emergencyphrase: async () => (await phrases.issue(true)).loginPhrase,
+    emergencyphrase: ({ ip }: HandlerInput) => issue('emergency', ip),
 
     verifylogin: ({ body }: HandlerInput) => logins.login(readLoginInput(body)),
 
     // A wallet on another device hands over its signature: verified and logged in like verifylogin (the
-    // page waiting on /ws/id/<phrase> gets the login), and the record is kept for 15 minutes.
+    // page waiting on /ws/id/<phrase> gets the login). The same body again is a retry of that login and
+    // answers the same record.
     providesign: async ({ body }: HandlerInput) => {
       const input = readLoginInput(body);
       await logins.login(input);
-      const now = clock.now();
-      const rec = await d.signs.insert({ signature: input.signature, identifier: input.legacyid, loginPhrase: input.loginPhrase, createdAt: now, expiredAt: now + 15 * 60_000 });
-      return { signature: rec.signature, identifier: rec.identifier, createdAt: iso(rec.createdAt), expiredAt: iso(rec.expiredAt), _id: rec._id };
+      return d.signs.provide(input.legacyid, input.loginPhrase, input.signature);
     },
 
-    loggedsessions: async ({ caller }: HandlerInput) => (await sessions.list(caller.legacyid!)).map(sessionView),
+    loggedsessions: ({ caller }: HandlerInput) => sessions.list(caller.legacyid!).map(sessionView),
 
     logoutcurrentsession: async ({ caller }: HandlerInput) => {
       await sessions.removePhrase(caller.loginPhrase!);
@@ -80,14 +82,15 @@ export function makeHandlers(d: HandlerDeps) {
     // A user ends only their own session, even knowing another's phrase; the operator may end any. Both
     // "no such session" and "not yours" answer alike, so the route does not reveal other ids' phrases.
     logoutspecificsession: async ({ body, caller }: HandlerInput<{ loginPhrase: string }>) => {
-      const s = await sessions.find(body.loginPhrase);
+      const s = sessions.find(body.loginPhrase);
       if (!s || (s.legacyid !== caller.legacyid && !caller.isAdmin))
         throw new ApiError(404, 'NotFound', 'No session of yours is logged in with this login phrase (it was already logged out, it expired, or it belongs to another id)');
       await sessions.removePhrase(s.loginPhrase);
       return { message: 'Session successfully logged out' };
     },
 
-    loggedusers: async () => (await sessions.list()).map(sessionView),
+    // Paged by the manifest's query schema: `offset` (default 0), `limit` (default 100, at most 1000).
+    loggedusers: ({ query }: HandlerInput) => sessions.list(undefined, query.offset, query.limit).map(sessionView),
 
     activeloginphrases: () => phrases.active().map(phraseView),
 
@@ -96,30 +99,25 @@ export function makeHandlers(d: HandlerDeps) {
       return { message: 'Successfully logged out all users' };
     },
 
-    // The caller's level: from the legacyidauth header, or from a body {legacyid, loginPhrase, signature}.
-    checkprivilege: async ({ body, caller }: HandlerInput) => {
-      const b = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    // The caller's level: from the legacyidauth header, or from a body {legacyid, loginPhrase, signature}
+    // (the manifest requires all three once one is sent).
+    checkprivilege: ({ body, caller }: HandlerInput) => {
       let level: string = caller.privilege;
-      if (b.legacyid !== undefined || b.loginPhrase !== undefined || b.signature !== undefined) {
-        if (typeof b.legacyid !== 'string' || !b.legacyid) throw new ApiError(400, 'MissingId', 'No user Core ID specified');
-        if (typeof b.loginPhrase !== 'string' || !b.loginPhrase) throw new ApiError(400, 'MissingPhrase', 'No user loginPhrase specified');
-        if (typeof b.signature !== 'string' || !b.signature) throw new ApiError(400, 'MissingSignature', 'No user Core ID signature specified');
-        const s = await sessions.resolve({ legacyid: b.legacyid, loginPhrase: b.loginPhrase, signature: b.signature });
-        level = s ? auth.callerFor(s).privilege : 'none';
+      if (body?.legacyid !== undefined) {
+        const s = sessions.resolve({ legacyid: canonicalId(body.legacyid), loginPhrase: body.loginPhrase, signature: body.signature });
+        level = s ? ctx.auth.callerFor(s).privilege : 'none';
       }
       return { message: level, privilege: level };
     },
 
-    wsLogin: websocket(({ params }, socket) => {
-      const phrase = String(params.loginPhrase ?? '');
-      const refusal = PHRASE_FORM.test(phrase)
-        ? logins.phraseRefusal(phrase)
-        : new ApiError(400, 'InvalidPhrase', 'Signed message is not valid: this is not a login phrase from GET /id/loginphrase');
-      if (refusal) return LoginSockets.finish(socket, errorEnvelope(refusal.code as number, refusal.name, refusal.message));
-      const rec = phrases.get(phrase)!;
-      if (rec.usedAt !== undefined) return LoginSockets.finish(socket, errorEnvelope(401, 'UsedPhrase', USED));
-      const timeout = Math.min(d.wsTimeoutMs, rec.expireAt - clock.now());
-      sockets.add(phrase, socket, timeout, errorEnvelope(401, 'ExpiredPhrase', EXPIRED));
+    // The path's phrase has the phrase form (the manifest's params schema; 400 at the handshake otherwise).
+    wsLogin: websocket(({ params, ip }, socket) => {
+      const phrase: string = params.loginPhrase;
+      const rec = logins.phraseState(phrase);
+      if (rec instanceof ApiError) return LoginSockets.finish(socket, errorEnvelope(rec.code as number, rec.name, rec.message));
+      if (rec.used) return LoginSockets.finish(socket, errorEnvelope(401, 'UsedPhrase', USED));
+      const timeout = Math.min(d.wsTimeoutMs, rec.expireAt - ctx.clock.now());
+      sockets.add(phrase, socket, ip, rec.expireAt, timeout, errorEnvelope(401, 'ExpiredPhrase', EXPIRED));
     }),
   };
 }

@@ -4,6 +4,7 @@
  * multisig addresses, no raw public keys.
  */
 import crypto from 'node:crypto';
+import { getAddress } from 'ethers';
 
 export type IdKind = 'p2pkh' | 'ethereum';
 
@@ -64,4 +65,13 @@ export function idKind(id: unknown): IdKind | null {
   if (typeof id !== 'string') return null;
   if (ETHEREUM.test(id)) return 'ethereum';
   return p2pkhHash(id) ? 'p2pkh' : null;
+}
+
+/**
+ * The one spelling of an id: an ethereum address in its EIP-55 checksummed form (what wallets show), whatever
+ * case it arrived in, so one wallet is one identity; a P2PKH address as it is (base58 is case-sensitive).
+ * Anything else is returned unchanged (and then fails `idKind`).
+ */
+export function canonicalId<T>(id: T): T {
+  return typeof id === 'string' && ETHEREUM.test(id) ? (getAddress(id.toLowerCase()) as T) : id;
 }

@@ -3,8 +3,8 @@
  * the session, and the push to waiting websockets. Every refusal is an ApiError a person can act on.
  */
 import { ApiError, type Auth, type Clock } from '../../core/plugin-api.ts';
-import { idKind } from './ids.ts';
-import { PHRASE_FORM, PHRASE_TTL_MS, phraseTime, type PhraseBook } from './phrases.ts';
+import { canonicalId, idKind } from './ids.ts';
+import { phraseTime, type PhraseBook, type PhraseState } from './phrases.ts';
 import { digestOf, type SessionBook } from './sessions.ts';
 import type { LoginSockets } from './sockets.ts';
 import { verifySignature } from './verify.ts';
@@ -32,23 +32,17 @@ export const EXPIRED = 'Signed message is no longer valid. Please request a new 
 export const UNKNOWN = 'This login phrase was not issued by this node, or it has expired and was removed. Please request a new one.';
 export const USED = 'This login phrase was already used to log in. Please request a new one.';
 
-/** Read the login fields (the reference's aliases too) and check their form; no store, no crypto. */
-export function readLoginInput(body: unknown): LoginInput {
-  if (!body || typeof body !== 'object' || Array.isArray(body))
-    throw bad('InvalidBody', 'The body must be a JSON object with legacyid, loginPhrase and signature');
-  const b = body as Record<string, unknown>;
-  const legacyid = b.legacyid ?? b.zelid ?? b.address;
-  const loginPhrase = b.loginPhrase ?? b.message;
-  const signature = b.signature;
-  if (legacyid === undefined || legacyid === '') throw bad('MissingId', 'No Core ID is specified');
+/**
+ * The login fields of a body the manifest's `loginBody` schema already checked (each field's presence and
+ * form: an id of the P2PKH or ethereum shape, a phrase of 13 digits and [0-9a-z], a signature string), with
+ * the reference's aliases (`address`, `zelid`; `message`) merged. What a schema cannot say stays here: the
+ * P2PKH checksum. The id comes out in its one spelling (`canonicalId`).
+ */
+export function readLoginInput(body: Record<string, unknown>): LoginInput {
+  const legacyid = String(body.legacyid ?? body.zelid ?? body.address);
   if (!idKind(legacyid))
-    throw bad('InvalidId', 'Core ID is not valid: use a P2PKH address (starting with 1, 26 to 35 characters) or an ethereum address (0x and 40 hex digits)');
-  if (loginPhrase === undefined || loginPhrase === '') throw bad('MissingPhrase', 'No message is specified');
-  if (typeof loginPhrase !== 'string' || !PHRASE_FORM.test(loginPhrase))
-    throw bad('InvalidPhrase', 'Signed message is not valid: a login phrase is 40 to 70 characters, 13 digits then lowercase letters and digits, from GET /id/loginphrase');
-  if (signature === undefined || signature === '') throw bad('MissingSignature', 'No signature is specified');
-  if (typeof signature !== 'string') throw denied('InvalidSignature', 'Invalid signature: it must be a string (base64 for P2PKH ids, 0x-hex for ethereum ids)');
-  return { legacyid: legacyid as string, loginPhrase, signature };
+    throw bad('InvalidId', `Core ID is not valid: ${legacyid} has the form of a P2PKH address but its checksum does not match (a typing error?)`);
+  return { legacyid: canonicalId(legacyid), loginPhrase: String(body.loginPhrase ?? body.message), signature: String(body.signature) };
 }
 
 export class Logins {
@@ -56,28 +50,27 @@ export class Logins {
     private readonly deps: { phrases: PhraseBook; sessions: SessionBook; sockets: LoginSockets; auth: Auth; clock: Clock; sessionTtlMs: number },
   ) {}
 
-  /** Why a phrase cannot be used to log in or to wait on, or null when it can. */
-  phraseRefusal(loginPhrase: string): ApiError | null {
+  /** The phrase's state when it can be used to log in or to wait on (used or not); else the refusal. */
+  phraseState(loginPhrase: string): PhraseState | ApiError {
     const now = this.deps.clock.now();
-    const rec = this.deps.phrases.get(loginPhrase);
     const t = phraseTime(loginPhrase);
     if (t > now + 60_000) return denied('UnknownPhrase', UNKNOWN); // dated in the future: not one of ours
-    if (now - t > PHRASE_TTL_MS || (rec && rec.expireAt <= now)) return denied('ExpiredPhrase', EXPIRED);
+    const rec = this.deps.phrases.get(loginPhrase);
     if (!rec) return denied('UnknownPhrase', UNKNOWN);
-    return null;
+    if (rec.expireAt <= now) return denied('ExpiredPhrase', EXPIRED);
+    return rec;
   }
 
   async login(input: LoginInput): Promise<LoginResult> {
     const { phrases, sessions, sockets, auth, clock } = this.deps;
     const { legacyid, loginPhrase, signature } = input;
-    const refusal = this.phraseRefusal(loginPhrase);
-    if (refusal) throw refusal;
-    const rec = phrases.get(loginPhrase)!;
+    const rec = this.phraseState(loginPhrase);
+    if (rec instanceof ApiError) throw rec;
     if (rec.emergency && !auth.isOperator(legacyid) && !auth.isCoreTeam(legacyid))
       throw denied('EmergencyPhrase', 'An emergency login phrase is only for the node operator and the core team; others log in with GET /id/loginphrase');
     const sigDigest = digestOf(signature);
     let session;
-    const retry = rec.usedAt !== undefined;
+    const retry = rec.used;
     if (retry) {
       // The same wallet sending the same login again (a retry after a lost answer) gets the same session.
       session = await sessions.find(loginPhrase);

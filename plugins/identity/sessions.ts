@@ -1,7 +1,12 @@
 /**
- * Sessions: created by a verified login, kept in the store (they survive a restart) and looked up per
- * request from a memory cache keyed by login phrase, so an authenticated request costs a Map lookup and one
- * SHA-256, never an ECDSA recovery.
+ * Sessions: created by a verified login, kept in the store (they survive a restart) and held in memory, so
+ * an authenticated request costs a Map lookup and, for a new signature string, one SHA-256; never an ECDSA
+ * recovery, never a store query.
+ *
+ * Bounded (issue 11: 30,000 throwaway logins kept 14 days of sessions): at most `perId` sessions per id and
+ * `max` in all. Past either bound the oldest session goes: the id's own oldest for the per-id bound, the
+ * oldest session of an ordinary user for the overall one; the operator's and the core team's sessions are
+ * never evicted to make room for others (they are bounded per id only).
  *
  * The store keeps the SHA-256 of the session's signature, not the signature: the header's signature must
  * hash to it (so it is equal), and a copied data folder holds no usable credential.
@@ -9,6 +14,7 @@
 import type { Clock, Collection } from '../../core/plugin-api.ts';
 import { GroupCommit } from './batch.ts';
 import { sha256 } from './ids.ts';
+import { Compactor, removeIn } from './purge.ts';
 
 export interface SessionRecord {
   _id?: string;
@@ -25,9 +31,16 @@ export interface AuthHeader {
   loginPhrase: string;
 }
 
+export interface SessionLimits {
+  max: number;
+  perId: number;
+  /** Ids whose sessions are never evicted for others' (the operator and the core team). */
+  privileged: (legacyid: string) => boolean;
+}
+
 export const digestOf = (signature: string) => sha256(Buffer.from(signature, 'utf8')).toString('hex');
 
-/** The signature a cached session was last proven with, kept in memory only (never in the store). */
+/** The signature a session was last proven with, kept in memory only (never in the store). */
 const proven = new WeakMap<SessionRecord, string>();
 
 function check(rec: SessionRecord | null, h: AuthHeader): { legacyid: string; loginPhrase: string } | null {
@@ -40,41 +53,88 @@ function check(rec: SessionRecord | null, h: AuthHeader): { legacyid: string; lo
 }
 
 export class SessionBook {
-  private readonly cache = new Map<string, SessionRecord>();
-  /** Bumped by every removal: a store read that started before one may not refill the cache. */
-  private epoch = 0;
+  /** Every live session by login phrase, in creation order (oldest first). */
+  private readonly byPhrase = new Map<string, SessionRecord>();
+  /** Each id's login phrases, oldest first. */
+  private readonly byId = new Map<string, Set<string>>();
   private readonly inserts: GroupCommit<SessionRecord>;
+  private readonly evictions: GroupCommit<string>;
+  private readonly compactor: Compactor;
 
   constructor(
     private readonly store: Collection<SessionRecord>,
     private readonly clock: Clock,
-    private readonly maxCached: number,
+    private readonly limits: SessionLimits,
   ) {
-    this.inserts = new GroupCommit((recs) => store.insert(recs.map((r) => ({ ...r }))));
+    this.compactor = new Compactor(store, () => this.byPhrase.size);
+    this.inserts = new GroupCommit(async (recs) => {
+      await store.insert(recs.map((r) => ({ ...r })));
+      this.compactor.wrote(recs.length);
+    });
+    this.evictions = new GroupCommit(async (phrases) => this.compactor.wrote(await removeIn(store, 'loginPhrase', phrases)));
   }
 
   async init(): Promise<void> {
     await this.store.ensureIndex({ fieldName: 'loginPhrase', unique: true });
-    await this.store.ensureIndex({ fieldName: 'legacyid' });
-    await this.store.ensureIndex({ fieldName: 'expireAt' });
-    await this.purge();
+    // Earlier versions indexed these for store queries; sessions are now looked up in memory only, and
+    // each index costs time at every start.
+    for (const f of ['legacyid', 'expireAt']) await this.store.removeIndex(f).catch(() => undefined);
+    const now = this.clock.now();
+    const rows = (await this.store.find({})).sort((a, b) => a.createdAt - b.createdAt);
+    const expired: string[] = [];
+    for (const r of rows) {
+      if (r.expireAt <= now) expired.push(r.loginPhrase);
+      else this.add(r);
+    }
+    await removeIn(this.store, 'loginPhrase', expired);
+    // The bounds may have been lowered since the sessions were stored.
+    const over = this.overBounds();
+    if (over.length) await removeIn(this.store, 'loginPhrase', over);
   }
 
-  private remember(rec: SessionRecord): void {
-    if (this.cache.size >= this.maxCached) this.cache.delete(this.cache.keys().next().value as string);
-    this.cache.set(rec.loginPhrase, rec);
+  private add(rec: SessionRecord): void {
+    this.byPhrase.set(rec.loginPhrase, rec);
+    let set = this.byId.get(rec.legacyid);
+    if (!set) this.byId.set(rec.legacyid, (set = new Set()));
+    set.add(rec.loginPhrase);
   }
 
-  /** The live session of this phrase (cache first, then the store). */
-  find(loginPhrase: string): SessionRecord | null | Promise<SessionRecord | null> {
-    const hit = this.cache.get(loginPhrase);
-    if (hit) return hit.expireAt > this.clock.now() ? hit : null;
-    const epoch = this.epoch;
-    return this.store.findOne({ loginPhrase }).then((rec) => {
-      if (!rec || rec.expireAt <= this.clock.now()) return null;
-      if (epoch === this.epoch) this.remember(rec);
-      return rec;
-    });
+  private forget(loginPhrase: string): SessionRecord | undefined {
+    const rec = this.byPhrase.get(loginPhrase);
+    if (!rec) return undefined;
+    this.byPhrase.delete(loginPhrase);
+    const set = this.byId.get(rec.legacyid);
+    set?.delete(loginPhrase);
+    if (set?.size === 0) this.byId.delete(rec.legacyid);
+    return rec;
+  }
+
+  /** Forget sessions past the bounds (oldest first, as the header comment says); returns their phrases. */
+  private overBounds(legacyid?: string): string[] {
+    const out: string[] = [];
+    for (const id of legacyid !== undefined ? [legacyid] : [...this.byId.keys()]) {
+      const set = this.byId.get(id);
+      while (set && set.size > this.limits.perId) {
+        const oldest = set.values().next().value as string;
+        this.forget(oldest);
+        out.push(oldest);
+      }
+    }
+    if (this.byPhrase.size > this.limits.max) {
+      for (const [phrase, rec] of this.byPhrase) {
+        if (this.byPhrase.size <= this.limits.max) break;
+        if (this.limits.privileged(rec.legacyid)) continue;
+        this.forget(phrase);
+        out.push(phrase);
+      }
+    }
+    return out;
+  }
+
+  /** The live session of this phrase. */
+  find(loginPhrase: string): SessionRecord | null {
+    const rec = this.byPhrase.get(loginPhrase);
+    return rec && rec.expireAt > this.clock.now() ? rec : null;
   }
 
   /**
@@ -82,57 +142,71 @@ export class SessionBook {
    * The signature is compared with the one that last matched the stored digest, so a steady caller costs
    * a string comparison; a new or different signature is hashed and checked against the digest.
    */
-  resolve(h: AuthHeader): { legacyid: string; loginPhrase: string } | null | Promise<{ legacyid: string; loginPhrase: string } | null> {
-    const found = this.find(h.loginPhrase);
-    return found instanceof Promise ? found.then((rec) => check(rec, h)) : check(found, h);
+  resolve(h: AuthHeader): { legacyid: string; loginPhrase: string } | null {
+    return check(this.find(h.loginPhrase), h);
   }
 
-  /** Store a new session (on disk before this resolves) and cache it. */
+  /** Store a new session (on disk before this resolves), then hold it, evicting what the bounds require. */
   async create(rec: SessionRecord, signature?: string): Promise<SessionRecord> {
     await this.inserts.add(rec);
     if (signature !== undefined) proven.set(rec, signature);
-    this.remember(rec);
+    this.add(rec);
+    const evicted = this.overBounds(rec.legacyid);
+    // Not awaited by the login: the evicted sessions are already gone from memory, where lookups happen;
+    // a failed removal leaves rows that the next start drops again (bounds are applied at load).
+    for (const p of evicted) this.evictions.add(p).catch(() => undefined);
     return rec;
   }
 
-  /** Live sessions, of one id or of everyone, oldest first. */
-  async list(legacyid?: string): Promise<SessionRecord[]> {
-    const q: Record<string, unknown> = { expireAt: { $gt: this.clock.now() } };
-    if (legacyid !== undefined) q.legacyid = legacyid;
-    return this.store.find(q).sort({ createdAt: 1 });
+  /** Live sessions, of one id or of everyone, oldest first; `offset` and `limit` page through them. */
+  list(legacyid?: string, offset = 0, limit = Infinity): SessionRecord[] {
+    const now = this.clock.now();
+    const out: SessionRecord[] = [];
+    const phrases = legacyid !== undefined ? (this.byId.get(legacyid) ?? []) : this.byPhrase.keys();
+    let skipped = 0;
+    for (const p of phrases) {
+      const rec = this.byPhrase.get(p)!;
+      if (rec.expireAt <= now) continue;
+      if (skipped++ < offset) continue;
+      if (out.length >= limit) break;
+      out.push(rec);
+    }
+    return out;
+  }
+
+  get size(): number {
+    return this.byPhrase.size;
   }
 
   /**
-   * Remove from the store first, then from the cache, so no lookup can bring a removed session back; and
-   * after the inserts already under way, so a "log out everyone" also ends a login that was being written.
+   * Remove from the store first, then from memory (a failure leaves both as they were); and after the
+   * inserts already under way, so a "log out everyone" also ends a login that was being written.
    */
-  private async removeWhere(q: Record<string, unknown>, evict: () => void): Promise<number> {
+  private async removePhrases(select: () => string[]): Promise<number> {
     await this.inserts.settled();
-    this.epoch++;
-    const n = await this.store.remove(q, { multi: true });
-    this.epoch++;
-    evict();
+    const phrases = select();
+    const n = await removeIn(this.store, 'loginPhrase', phrases);
+    this.compactor.wrote(n);
+    for (const p of phrases) this.forget(p);
     return n;
   }
 
-  private evictWhere(test: (r: SessionRecord) => boolean): void {
-    for (const [k, r] of this.cache) if (test(r)) this.cache.delete(k);
-  }
-
   removePhrase(loginPhrase: string): Promise<number> {
-    return this.removeWhere({ loginPhrase }, () => this.cache.delete(loginPhrase));
+    return this.removePhrases(() => (this.byPhrase.has(loginPhrase) ? [loginPhrase] : []));
   }
 
   removeId(legacyid: string): Promise<number> {
-    return this.removeWhere({ legacyid }, () => this.evictWhere((r) => r.legacyid === legacyid));
+    return this.removePhrases(() => [...(this.byId.get(legacyid) ?? [])]);
   }
 
   removeAll(): Promise<number> {
-    return this.removeWhere({}, () => this.cache.clear());
+    return this.removePhrases(() => [...this.byPhrase.keys()]);
   }
 
-  purge(): Promise<number> {
+  async purge(): Promise<number> {
     const now = this.clock.now();
-    return this.removeWhere({ expireAt: { $lte: now } }, () => this.evictWhere((r) => r.expireAt <= now));
+    const n = await this.removePhrases(() => [...this.byPhrase.values()].filter((r) => r.expireAt <= now).map((r) => r.loginPhrase));
+    await this.compactor.maybeCompact();
+    return n;
   }
 }

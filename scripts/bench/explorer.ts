@@ -1,42 +1,61 @@
 /**
- * Explorer speed, one run against a real litecoind in regtest: build a chain of BLOCKS blocks carrying
- * transactions, then on the same RPC client
- *   1. fetch every block the way the scanner does (hashes batched, `getblock <hash> 2` with the same
- *      look-ahead) and do nothing with it: the baseline;
- *   2. index the same blocks into a fresh file-backed nedb store with the scanner.
- * Figures are blocks and transactions per second and the ratio index/fetch (goal: at least 0.5).
- * `--capacity N` also measures the embedded store with N synthetic outputs (load time, memory, file size).
+ * Explorer speed and scale, both stores (embedded SQLite, PostgreSQL), one run:
  *
- *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --capacity 1000000]
+ * 1. Indexing rate. A real litecoind in regtest gets a chain of BLOCKS blocks carrying transactions; then on
+ *    one RPC client, rounds alternate fetching every block the way the scanner does (hashes batched,
+ *    `getblock <hash> 2`, same look-ahead) and doing nothing with it (the baseline), and indexing the same
+ *    blocks with the scanner into a fresh store of each kind. Figures: blocks and transactions per second,
+ *    the ratio index / fetch (goal >= 0.8), best of ROUNDS.
+ * 2. Scale. A synthetic index of OUTPUTS unspent outputs and as many transaction entries (one transaction
+ *    per output; one address holds a tenth of them, 1M at the default size, the rest spread over addresses
+ *    holding ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
+ *    outputs, undo records kept as configured), not through a daemon. Then a node (`core/cli/node.ts`, as
+ *    `npm start` runs it) is started on it: time from spawn to the first answer of /explorer/balance, its
+ *    RSS while serving, p50/p99 of /explorer/balance and /explorer/utxo for typical addresses over HTTP, and
+ *    the big address's transactions listed page by page (cursor, 1,000 a page).
+ *
+ *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --outputs 10000000 --stores sqlite,postgres]
+ *
+ * Everything lives under /tmp/explorer-bench-* and is removed at the end (the 10M indexes take GBs).
  */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import os from 'node:os';
-import NeDB from 'nedb-promises';
-import { startLitecoind } from '../../test/support/litecoind.ts';
-import { createRpcClient } from '../../lib/daemon-rpc/rpc.ts';
-import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
-import { NedbExplorerStore } from '../../plugins/explorer/nedb-store.ts';
-import { Scanner } from '../../plugins/explorer/scanner.ts';
+import path from 'node:path';
+import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
+import { REPO_ROOT } from '../../core/config.ts';
 import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
+import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
+import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
+import { Scanner } from '../../plugins/explorer/scanner.ts';
+import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
+import type { ExplorerStore, ParsedBlock, Utxo } from '../../plugins/explorer/store.ts';
+import { freePort, startLitecoind, type Regtest } from '../../test/support/litecoind.ts';
+import { fetchAnswer } from '../../test/support/node.ts';
+import { explorerManifests } from '../../test/explorer/node.ts';
+import { startPostgres, type Postgres } from '../../test/explorer/postgres.ts';
 
-const arg = (name: string, dflt: number) => {
+const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
+  return i > 0 ? process.argv[i + 1] : dflt;
 };
-const BLOCKS = arg('blocks', 2000);
-const PREFETCH = arg('prefetch', 32);
-const CAPACITY = arg('capacity', 0);
-const ROUNDS = arg('rounds', 3);
+const BLOCKS = Number(arg('blocks', '2000'));
+const PREFETCH = Number(arg('prefetch', '32'));
+const ROUNDS = Number(arg('rounds', '3'));
+const OUTPUTS = Number(arg('outputs', '10000000'));
+const STORES = arg('stores', 'sqlite,postgres').split(',') as Kind[];
+type Kind = 'sqlite' | 'postgres';
 const quiet = { info() {}, warn() {}, error: (o: object, m?: string) => console.error(m, o) };
-const mb = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MB`;
+const mb = (n: number) => `${(n / 2 ** 20).toFixed(0)} MB`;
+const s1 = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /**
  * Transactions are built with createrawtransaction + signrawtransactionwithwallet (the wallet's own coin
  * selection costs ~30 ms a payment at this size): each block carries 4 transactions, each spending two
  * earlier outputs of 20 wallet addresses (legacy and bech32) and paying four outputs.
  */
-async function buildChain(ltc: Awaited<ReturnType<typeof startLitecoind>>) {
+async function buildChain(ltc: Regtest) {
   const rpc = ltc.rpc;
   const wallet: string[] = [];
   for (let i = 0; i < 20; i++) wallet.push(await rpc.call<string>('getnewaddress', ['', i % 2 ? 'bech32' : 'legacy']));
@@ -70,106 +89,275 @@ async function buildChain(ltc: Awaited<ReturnType<typeof startLitecoind>>) {
     });
     await ltc.mine(1, sink);
   }
-  console.log(`chain: ${BLOCKS} blocks, ${txs} payments built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`chain: ${BLOCKS} blocks, ${txs} payments built in ${s1(Date.now() - t0)}`);
 }
 
-async function main() {
-  const ltc = await startLitecoind();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corenode-explorer-bench-'));
-  try {
-    await buildChain(ltc);
-    const height = await ltc.rpc.call<number>('getblockcount');
-    // The client the node would use: the daemon plugin's defaults (5 calls in flight).
-    const rpc = createRpcClient({ url: ltc.url, user: ltc.user, password: ltc.password, name: 'daemon' });
-
-    let txCount = 0;
-    let t = performance.now();
-    for (let h = 0; h <= height; h++) {
-      const hash = await rpc.call<string>('getblockhash', [h]);
-      txCount += (await rpc.call<{ tx: unknown[] }>('getblock', [hash, 2])).tx.length;
+/** Where the stores of this run live. */
+class Stores {
+  private n = 0;
+  constructor(
+    readonly dir: string,
+    private readonly pg: Postgres | null,
+  ) {}
+  async fresh(kind: Kind, undoDepth = 1000): Promise<{ store: ExplorerStore; config: Record<string, unknown> }> {
+    const name = `idx${this.n++}`;
+    if (kind === 'sqlite') {
+      const file = path.join(this.dir, `${name}.sqlite`);
+      return { store: new SqliteExplorerStore(file, { undoDepth }), config: { kind: 'embedded', path: file } };
     }
-    const seqS = (performance.now() - t) / 1000;
+    await this.pg!.createDatabase(name);
+    const url = this.pg!.url(name);
+    return { store: new PgExplorerStore({ url, undoDepth }), config: { kind: 'postgres', url } };
+  }
+}
 
-    // Rounds alternate fetch and index so a busy moment of the machine hits both; each figure is the best of
-    // its rounds (the least disturbed), and each round's own ratio is shown too.
-    const fetchS: number[] = [];
-    const indexS: number[] = [];
-    let file = '';
-    for (let round = 0; round < ROUNDS; round++) {
-      t = performance.now();
-      const fetcher = new BlockFetcher(rpc, 0, height, { window: PREFETCH });
-      while ((await fetcher.take(1)).length);
-      fetchS.push((performance.now() - t) / 1000);
-
-      file = path.join(dir, `index-${round}.db`);
-      const store = new NedbExplorerStore(NeDB.create({ filename: file, autoload: true }), { undoDepth: 1000 });
+async function indexingRate(ltc: Regtest, stores: Stores) {
+  const height = await ltc.rpc.call<number>('getblockcount');
+  // The client the node would use: the daemon plugin's defaults (5 calls in flight).
+  const rpc = createRpcClient({ url: ltc.url, user: ltc.user, password: ltc.password, name: 'daemon' });
+  let txCount = 0;
+  for (let h = 0; h <= height; h++) txCount += (await rpc.call<{ tx: unknown[] }>('getblock', [await rpc.call<string>('getblockhash', [h]), 2])).tx.length;
+  // Rounds alternate fetch and index so a busy moment of the shared machine hits both; each figure is the
+  // best of its rounds (the least disturbed), and each round's own ratio is shown too.
+  const fetchS: number[] = [];
+  const indexS: Record<Kind, number[]> = { sqlite: [], postgres: [] };
+  const sizes: Record<string, string> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    let t = performance.now();
+    const fetcher = new BlockFetcher(rpc, 0, height, { window: PREFETCH });
+    while ((await fetcher.take(1)).length);
+    fetchS.push((performance.now() - t) / 1000);
+    for (const kind of STORES) {
+      const { store } = await stores.fresh(kind);
       const scanner = new Scanner(rpc, store, { startHeight: 0, pollMs: 1000, retryMs: 1000, prefetch: PREFETCH, log: quiet });
       t = performance.now();
       await scanner.catchUp();
-      indexS.push((performance.now() - t) / 1000);
+      indexS[kind].push((performance.now() - t) / 1000);
       if (scanner.stats.blocks !== height + 1) throw new Error(`indexed ${scanner.stats.blocks} blocks of ${height + 1}`);
+      if (store instanceof SqliteExplorerStore) sizes[kind] = mb(store.sizeOnDisk());
+      await store.close();
     }
-
-    const best = (xs: number[]) => Math.min(...xs);
-    const rate = (x: number, s: number) => (x / s).toFixed(0).padStart(6);
-    console.log(`blocks 0..${height} (${height + 1} blocks, ${txCount} transactions), best of ${ROUNDS} rounds`);
-    console.log(`fetch, one call at a time : ${rate(height + 1, seqS)} blocks/s ${rate(txCount, seqS)} tx/s`);
-    console.log(`fetch, look-ahead ${String(PREFETCH).padStart(2)}      : ${rate(height + 1, best(fetchS))} blocks/s ${rate(txCount, best(fetchS))} tx/s  (baseline)`);
-    console.log(`index (scanner, nedb file) : ${rate(height + 1, best(indexS))} blocks/s ${rate(txCount, best(indexS))} tx/s`);
-    console.log(`ratio index / baseline fetch: ${(best(fetchS) / best(indexS)).toFixed(2)} (goal >= 0.5); per round ${fetchS.map((f, i) => (f / indexS[i]).toFixed(2)).join(', ')}; vs one-at-a-time fetch: ${(seqS / best(indexS)).toFixed(2)}`);
-    const m = process.memoryUsage();
-    console.log(`memory at end: rss ${mb(m.rss)}, heap used ${mb(m.heapUsed)}; store file ${mb(fs.statSync(file).size)}`);
-    if (CAPACITY > 0) await capacity(dir, CAPACITY);
-  } finally {
-    await ltc.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const best = (xs: number[]) => Math.min(...xs);
+  const rate = (x: number, s: number) => (x / s).toFixed(0).padStart(6);
+  console.log(`\n## Indexing: blocks 0..${height} (${height + 1} blocks, ${txCount} transactions), best of ${ROUNDS} rounds`);
+  console.log(`fetch, look-ahead ${String(PREFETCH).padStart(2)}       : ${rate(height + 1, best(fetchS))} blocks/s ${rate(txCount, best(fetchS))} tx/s  (baseline)`);
+  for (const kind of STORES) {
+    const xs = indexS[kind];
+    console.log(`index (scanner, ${kind.padEnd(8)}) : ${rate(height + 1, best(xs))} blocks/s ${rate(txCount, best(xs))} tx/s` + (sizes[kind] ? `, file ${sizes[kind]}` : ''));
+    console.log(`  ratio index / fetch: ${(best(fetchS) / best(xs)).toFixed(2)} (goal >= 0.8); per round ${fetchS.map((f, i) => (f / xs[i]).toFixed(2)).join(', ')}`);
   }
 }
 
-/**
- * Synthetic outputs (one transaction entry each) in the store's own format, written block by block; then
- * the file is opened again in a fresh store, as a restarted node would: load time, heap it takes, one
- * balance query. Run with --expose-gc for exact heap figures (`node --expose-gc --import tsx ...`).
- */
-async function capacity(dir: string, outputs: number) {
-  const file = path.join(dir, 'capacity.db');
-  const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
-  {
-    const ds = NeDB.create({ filename: file, autoload: true });
-    const store = new NedbExplorerStore(ds, { undoDepth: 100 });
-    await store.open();
-    let prev = '00'.repeat(32);
-    const perBlock = 500;
-    const t = performance.now();
-    for (let h = 0; h * perBlock < outputs; h++) {
-      const hash = h.toString(16).padStart(64, '0');
-      const outs = [];
-      for (let i = 0; i < perBlock; i++) {
-        const txid = (h * perBlock + i).toString(16).padStart(64, '0');
-        outs.push({ txid, vout: 0, address: `addr${(h * perBlock + i) % 100000}`, satoshis: 1000 + i, height: h, scriptPubKey: '76a914' + '11'.repeat(20) + '88ac', coinbase: false });
-      }
-      await store.applyBlocks([{ height: h, hash, prev, outputs: outs, spends: [], txCount: perBlock }]);
-      prev = hash;
-    }
-    console.log(`capacity: ${outputs} outputs + ${outputs} transaction entries written in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-    await (ds as any).compactDatafileAsync();
+// --- synthetic index -------------------------------------------------------------------------------------
+
+const CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
+function polymod(values: number[]): number {
+  const GEN = [0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3];
+  let chk = 1;
+  for (const v of values) {
+    const top = chk >>> 25;
+    chk = ((chk & 0x1ffffff) << 5) ^ v;
+    for (let i = 0; i < 5; i++) if ((top >>> i) & 1) chk ^= GEN[i];
   }
-  gc();
-  const heap0 = process.memoryUsage().heapUsed;
-  const t = performance.now();
-  const again = new NedbExplorerStore(NeDB.create({ filename: file, autoload: true }), { undoDepth: 100 });
-  await again.open();
-  const loadS = (performance.now() - t) / 1000;
-  gc();
-  const heap = process.memoryUsage().heapUsed - heap0;
-  const q = performance.now();
-  const bal = await again.balance('addr42');
-  const queryMs = performance.now() - q;
-  const held = (await again.utxos('addr42')).length;
-  console.log(
-    `capacity: file ${mb(fs.statSync(file).size)}, reopened in ${loadS.toFixed(1)} s, heap ${mb(heap)} (${Math.round(heap / (2 * outputs))} bytes a document), ` +
-      `rss ${mb(process.memoryUsage().rss)}, balance of an address with ${held} outputs in ${queryMs.toFixed(1)} ms (${bal})`,
+  return chk >>> 0;
+}
+/** A regtest P2WPKH address (bech32, hrp `rltc`) for a 20-byte program: valid for the daemon. */
+function regtestAddress(program: Buffer): string {
+  const hrp = 'rltc';
+  const data = [0];
+  let acc = 0;
+  let bits = 0;
+  for (const b of program) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      data.push((acc >>> bits) & 31);
+    }
+  }
+  if (bits) data.push((acc << (5 - bits)) & 31);
+  const exp = [...[...hrp].map((c) => c.charCodeAt(0) >> 5), 0, ...[...hrp].map((c) => c.charCodeAt(0) & 31)];
+  const mod = polymod([...exp, ...data, 0, 0, 0, 0, 0, 0]) ^ 1;
+  for (let i = 0; i < 6; i++) data.push((mod >>> (5 * (5 - i))) & 31);
+  return hrp + '1' + data.map((d) => CHARSET[d]).join('');
+}
+
+const PER_BLOCK = 1000;
+const RUN = 32;
+
+/** The synthetic chain: output n pays the big address when n % 10 == 0, else one of ~OUTPUTS/10 typical ones. */
+function synthetic(outputs: number) {
+  const typicalCount = Math.max(1, Math.floor(outputs / 10));
+  const program = (i: number) => createHash('sha256').update(`addr${i}`).digest().subarray(0, 20);
+  const big = regtestAddress(program(-1));
+  const addrCache = new Map<number, string>();
+  const typical = (i: number) => {
+    let a = addrCache.get(i);
+    if (!a) {
+      a = regtestAddress(program(i));
+      if (addrCache.size < 2_000_000) addrCache.set(i, a);
+    }
+    return a;
+  };
+  const script = (a: string) => '0014' + createHash('sha256').update(a).digest('hex').slice(0, 40);
+  function block(h: number, prev: string): ParsedBlock {
+    const outs: Utxo[] = [];
+    for (let i = 0; i < PER_BLOCK; i++) {
+      const n = h * PER_BLOCK + i;
+      if (n >= outputs) break;
+      const address = n % 10 === 0 ? big : typical((n * 7919) % typicalCount);
+      outs.push({ txid: createHash('sha256').update(`tx${n}`).digest('hex'), vout: 0, address, satoshis: 1000 + (n % 100_000), height: h, scriptPubKey: script(address), coinbase: false });
+    }
+    return { height: h, hash: createHash('sha256').update(`block${h}`).digest('hex'), prev, outputs: outs, spends: [], txCount: outs.length };
+  }
+  return { big, typical, typicalCount, block, blocks: Math.ceil(outputs / PER_BLOCK) };
+}
+
+async function buildSynthetic(store: ExplorerStore, syn: ReturnType<typeof synthetic>): Promise<number> {
+  await store.open();
+  const t0 = performance.now();
+  let prev = '';
+  let next = 10;
+  for (let h = 0; h < syn.blocks; h += RUN) {
+    const run: ParsedBlock[] = [];
+    for (let k = h; k < Math.min(h + RUN, syn.blocks); k++) {
+      const b = syn.block(k, prev);
+      prev = b.hash;
+      run.push(b);
+    }
+    await store.applyBlocks(run);
+    const done = Math.min(h + RUN, syn.blocks) / syn.blocks;
+    if (done * 100 >= next) {
+      console.log(`  ${(done * 100).toFixed(0)}% after ${s1(performance.now() - t0)}`);
+      next += 10;
+    }
+  }
+  await store.close();
+  return performance.now() - t0;
+}
+
+function rssOf(pid: number): { rss: number; hwm: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)![1]) * 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+
+/** A node started on the synthetic index (block processing off: the index is not of the daemon's chain). */
+async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, syn: ReturnType<typeof synthetic>, dir: string) {
+  const manifestsDir = explorerManifests();
+  const dataDir = fs.mkdtempSync(path.join(dir, 'node-'));
+  const port = await freePort();
+  const configFile = path.join(dataDir, 'node.json');
+  fs.writeFileSync(
+    configFile,
+    JSON.stringify({
+      manifestsDir,
+      watch: false,
+      log: { level: 'warn' },
+      daemon: { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } },
+      explorer: { autoStart: false, store: config, pageLimit: 1000 },
+    }),
   );
+  const base = `http://127.0.0.1:${port}`;
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, CORENODE_CONFIG: configFile, CORENODE_PORT: String(port), CORENODE_DATA_DIR: dataDir },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise((r) => child.once('exit', r));
+  try {
+    const typical = syn.typical(1);
+    for (;;) {
+      const a = await fetchAnswer(`${base}/explorer/balance?address=${typical}`).catch(() => null);
+      if (a?.json?.status === 'success') break;
+      if (child.exitCode !== null) throw new Error('node exited');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const startMs = performance.now() - t0;
+    const rssStart = rssOf(child.pid!);
+    const time = async (p: string) => {
+      const t = performance.now();
+      const a = await fetchAnswer(base + p);
+      if (a.json?.status !== 'success') throw new Error(`${p}: ${a.text.slice(0, 200)}`);
+      return { ms: performance.now() - t, a };
+    };
+    // Typical addresses at random (each asked once: the daemon's address check is part of the figure).
+    const balance: number[] = [];
+    const utxo: number[] = [];
+    let outs = 0;
+    for (let q = 0; q < 1000; q++) {
+      const addr = syn.typical(Math.floor(Math.random() * syn.typicalCount));
+      balance.push((await time(`/explorer/balance?address=${addr}`)).ms);
+      const u = await time(`/explorer/utxo?address=${addr}`);
+      utxo.push(u.ms);
+      outs += u.a.json.data.length;
+    }
+    // The big address: every transaction, a page at a time.
+    const pages: number[] = [];
+    let listed = 0;
+    let cursor: string | null = null;
+    const tList = performance.now();
+    for (;;) {
+      const { ms, a } = await time(`/explorer/transactions?address=${syn.big}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
+      pages.push(ms);
+      listed += a.json.data.transactions.length;
+      cursor = a.headers.get('x-explorer-next-cursor');
+      if (!cursor) break;
+    }
+    const listMs = performance.now() - tList;
+    const bigBalance = await time(`/explorer/balance?address=${syn.big}`);
+    const rss = rssOf(child.pid!);
+    const f = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`;
+    console.log(`serving (${kind}): start to first answer ${(startMs / 1000).toFixed(2)} s (node process spawn, tsx, plugins, store open, one balance)`);
+    console.log(`  RSS ${mb(rssStart.rss)} at first answer, ${mb(rss.rss)} after the queries (peak ${mb(rss.hwm)})`);
+    console.log(`  /explorer/balance, 1000 typical addresses: ${f(balance)}`);
+    console.log(`  /explorer/utxo, same addresses (${(outs / 1000).toFixed(1)} outputs each): ${f(utxo)}`);
+    console.log(`  /explorer/transactions of the big address: ${listed} entries in ${pages.length} pages of 1000 (cursor) in ${s1(listMs)}; page ${f(pages)}`);
+    console.log(`  /explorer/balance of the big address (${listed} outputs): ${bigBalance.ms.toFixed(0)} ms`);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+    fs.rmSync(manifestsDir, { recursive: true, force: true });
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function scale(ltc: Regtest, stores: Stores) {
+  const syn = synthetic(OUTPUTS);
+  console.log(`\n## Scale: ${OUTPUTS} outputs + ${OUTPUTS} transaction entries (${syn.blocks} blocks; ${syn.typicalCount} typical addresses; one address with ${Math.ceil(OUTPUTS / 10)})`);
+  for (const kind of STORES) {
+    const { store, config } = await stores.fresh(kind);
+    const ms = await buildSynthetic(store, syn);
+    const size = store instanceof SqliteExplorerStore ? `, file ${mb(store.sizeOnDisk())}` : '';
+    console.log(`build (${kind}): ${s1(ms)}, ${Math.round(OUTPUTS / (ms / 1000))} outputs/s through applyBlocks${size}`);
+    await serve(kind, config, ltc, syn, stores.dir);
+    if (store instanceof SqliteExplorerStore) for (const f of [store.file, `${store.file}-wal`, `${store.file}-shm`]) fs.rmSync(f, { force: true });
+  }
+}
+
+async function main() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'explorer-bench-'));
+  let ltc: Regtest | null = null;
+  let pg: Postgres | null = null;
+  try {
+    ltc = await startLitecoind();
+    // A durable cluster (fsync on, as an operator runs it), unlike the tests'.
+    if (STORES.includes('postgres')) pg = await startPostgres({ durable: true });
+    const stores = new Stores(dir, pg);
+    if (BLOCKS > 0) {
+      await buildChain(ltc);
+      await indexingRate(ltc, stores);
+    }
+    if (OUTPUTS > 0) await scale(ltc, stores);
+  } finally {
+    await pg?.stop();
+    await ltc?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 await main();

@@ -13,8 +13,10 @@ import { freePort, startLitecoind, type Regtest } from '../support/litecoind.ts'
 import { fetchAnswer, tempDir, type Answer } from '../support/node.ts';
 import { activity, assertMatchesDaemon, walletAddresses } from './support.ts';
 import { explorerConfig, explorerManifests, httpReader, synced, until } from './node.ts';
+import { prepareIndex, storeKinds } from './stores.ts';
 
-describe('explorer survives kill -9 of the node while indexing', function () {
+for (const kind of storeKinds())
+describe(`explorer survives kill -9 of the node while indexing (${kind.name} store)`, function () {
   this.timeout(240_000);
   let ltc: Regtest;
   let dataDir: string;
@@ -23,6 +25,8 @@ describe('explorer survives kill -9 of the node while indexing', function () {
 
   before(async () => {
     ltc = await startLitecoind();
+    await kind.setup();
+    await prepareIndex(kind, 'kill');
     const addrs = await walletAddresses(ltc, 6);
     await ltc.mine(101, addrs[0]);
     for (let round = 0; round < 6; round++) {
@@ -34,6 +38,7 @@ describe('explorer survives kill -9 of the node while indexing', function () {
   });
   after(async () => {
     child?.kill('SIGKILL');
+    await kind.teardown();
     await ltc?.stop();
     for (const d of [dataDir, manifestsDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
   });
@@ -42,7 +47,7 @@ describe('explorer survives kill -9 of the node while indexing', function () {
     const port = await freePort();
     const configFile = path.join(dataDir, 'node.yaml');
     // Small look-ahead: many short runs, so a kill lands in the middle of one.
-    const config = { manifestsDir, watch: false, log: { level: 'silent' }, ...explorerConfig(ltc, { prefetch: 3 }) };
+    const config = { manifestsDir, watch: false, log: { level: 'silent' }, ...explorerConfig(ltc, { prefetch: 3, store: kind.nodeConfig('kill') }) };
     fs.writeFileSync(configFile, JSON.stringify(config));
     child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
       cwd: REPO_ROOT,

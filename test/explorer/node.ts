@@ -50,17 +50,28 @@ export function error(a: Answer): { code: number | string; name: string; message
   return a.json.data;
 }
 
-/** The index as the public routes answer it. */
+/** The index as the public routes answer it, every page of it (following X-Explorer-Next-Cursor). */
 export function httpReader(node: { get(p: string): Promise<Answer> }, form: 'query' | 'path' = 'query'): IndexReader {
   const url = (route: string, a: string) => (form === 'query' ? `/explorer/${route}?address=${encodeURIComponent(a)}` : `/explorer/${route}/${encodeURIComponent(a)}`);
+  async function all(route: 'utxo' | 'transactions', a: string): Promise<any[]> {
+    const out: any[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; ; pages++) {
+      assert.ok(pages < 100_000, 'paging ends');
+      const base = url(route, a);
+      const answer = await node.get(cursor ? `${base}${base.includes('?') ? '&' : '?'}cursor=${cursor}` : base);
+      const d = data(answer);
+      if (route === 'transactions') assert.equal(d.address, a);
+      out.push(...(route === 'transactions' ? d.transactions : d));
+      cursor = answer.headers.get('x-explorer-next-cursor');
+      if (route === 'transactions') assert.equal(d.next, cursor ?? undefined, 'the next cursor is in the answer too');
+      if (!cursor) return out;
+    }
+  }
   return {
-    utxos: async (a) => data(await node.get(url('utxo', a))),
+    utxos: (a) => all('utxo', a),
     balance: async (a) => data(await node.get(url('balance', a))),
-    transactions: async (a) => {
-      const d = data(await node.get(url('transactions', a)));
-      assert.equal(d.address, a);
-      return d.transactions;
-    },
+    transactions: (a) => all('transactions', a),
   };
 }
 

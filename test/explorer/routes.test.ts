@@ -1,6 +1,7 @@
 /**
- * The /explorer routes on a node (identity, daemon and explorer plugins) following a real litecoind:
- * each route's happy path, its level, and its bad input.
+ * The /explorer routes on a node (identity, daemon and explorer plugins) following a real litecoind, once
+ * per store: each route's happy path, its level, its bad input, address spelling and paging. The node's
+ * page size is 7, so every full read below walks several pages.
  */
 import assert from 'node:assert/strict';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
@@ -9,8 +10,12 @@ import { bitcoinWallet } from '../identity/keys.ts';
 import { login } from '../identity/node.ts';
 import { activity, assertMatchesDaemon, walletAddresses } from './support.ts';
 import { data, error, httpReader, startExplorerNode, synced, until } from './node.ts';
+import { prepareIndex, storeKinds } from './stores.ts';
 
-describe('explorer routes', function () {
+const PAGE = 7;
+
+for (const kind of storeKinds())
+describe(`explorer routes (${kind.name} store)`, function () {
   this.timeout(120_000);
   let ltc: Regtest;
   let node: TestNode;
@@ -22,15 +27,18 @@ describe('explorer routes', function () {
 
   before(async () => {
     ltc = await startLitecoind();
+    await kind.setup();
+    await prepareIndex(kind, 'routes');
     addrs = await walletAddresses(ltc, 5);
     await ltc.mine(101, addrs[0]);
     for (let i = 0; i < 12; i++) await activity(ltc, addrs, i);
-    node = await startExplorerNode(ltc, {}, { config: { initial: { legacyid: admin.legacyid }, coreTeam: [team.legacyid] } });
+    node = await startExplorerNode(ltc, { pageLimit: PAGE, store: kind.nodeConfig('routes') }, { config: { initial: { legacyid: admin.legacyid }, coreTeam: [team.legacyid] } });
     for (const [k, w] of [['admin', admin], ['team', team], ['user', user]] as const) as[k] = { legacyidauth: (await login(node, w)).header };
     await synced(node, ltc);
   });
   after(async () => {
     await node?.close();
+    await kind.teardown();
     await ltc?.stop();
   });
 
@@ -61,6 +69,61 @@ describe('explorer routes', function () {
       assert.match(error(await node.get(`/explorer/${route}?address=${'1'.repeat(300)}`)).message, /Invalid query input/);
       assert.match(error(await node.get(`/explorer/${route}?address=${encodeURIComponent(addrs[0] + "' OR 1=1")}`)).message, /^Invalid address/);
     }
+  });
+
+  it('an upper-case bech32 address answers what the lower-case one does; mixed case is refused', async () => {
+    const lower = addrs.find((a) => a.startsWith('rltc1'))!;
+    assert.ok(lower, 'a bech32 wallet address');
+    const upper = lower.toUpperCase();
+    const reader = httpReader(node);
+    const balance = await reader.balance(lower);
+    assert.ok(Number(balance) > 0);
+    for (const form of ['query', 'path'] as const) {
+      const r = httpReader(node, form);
+      assert.equal(await r.balance(upper), balance, `balance (${form})`);
+      assert.deepEqual(await r.utxos(upper), await reader.utxos(lower), `utxo (${form})`);
+    }
+    const tx = data(await node.get(`/explorer/transactions?address=${upper}&limit=${PAGE}`));
+    assert.equal(tx.address, lower, 'answers name the address as the index keys it');
+    assert.deepEqual(tx.transactions, (await reader.transactions(lower)).slice(0, PAGE));
+    const mixed = lower.slice(0, 8).toUpperCase() + lower.slice(8);
+    for (const route of ['utxo', 'transactions', 'balance']) assert.match(error(await node.get(`/explorer/${route}?address=${mixed}`)).message, /^Invalid address/, route);
+  });
+
+  it('lists are paged: capped without a limit and saying so; limit, offset and cursor walk the same list', async () => {
+    const a = addrs[0];
+    const full = await httpReader(node).utxos(a);
+    assert.ok(full.length > 3 * PAGE, `${full.length} outputs`);
+    const first = await node.get(`/explorer/utxo?address=${a}`);
+    assert.equal(data(first).length, PAGE);
+    assert.equal(first.headers.get('x-explorer-capped'), String(PAGE));
+    const u = (x: { height: number; txid: string; vout: number }) => `${x.height}:${x.txid}:${x.vout}`;
+    assert.equal(first.headers.get('x-explorer-next-cursor'), u(full[PAGE - 1]));
+    assert.deepEqual(data(await node.get(`/explorer/utxo/${a}?limit=5&offset=10`)), full.slice(10, 15));
+    const byCursor = await node.get(`/explorer/utxo?address=${a}&limit=3&cursor=${u(full[4])}`);
+    assert.deepEqual(data(byCursor), full.slice(5, 8));
+    assert.equal(byCursor.headers.get('x-explorer-capped'), null, 'a page asked for is not "capped"');
+    assert.equal(byCursor.headers.get('x-explorer-next-cursor'), u(full[7]));
+    const last = await node.get(`/explorer/utxo?address=${a}&cursor=${u(full.at(-3)!)}`);
+    assert.deepEqual(data(last), full.slice(-2));
+    assert.equal(last.headers.get('x-explorer-next-cursor'), null);
+
+    const txs = await httpReader(node).transactions(a);
+    assert.ok(txs.length > PAGE);
+    const page = data(await node.get(`/explorer/transactions?address=${a}&limit=4&offset=2`));
+    assert.deepEqual(page.transactions, txs.slice(2, 6));
+    assert.equal(page.next, `${txs[5].height}:${txs[5].txid}`);
+    const after = data(await node.get(`/explorer/transactions?address=${a}&limit=2&cursor=${page.next}`));
+    assert.deepEqual(after.transactions, txs.slice(6, 8));
+
+    const bad = async (q: string) => error(await node.get(`/explorer/${q}`)).message;
+    assert.match(await bad(`utxo?address=${a}&limit=0`), /Invalid query input/);
+    assert.match(await bad(`utxo?address=${a}&limit=x`), /Invalid query input/);
+    assert.match(await bad(`utxo?address=${a}&offset=-1`), /Invalid query input/);
+    assert.match(await bad(`utxo?address=${a}&cursor=nonsense`), /Invalid query input/);
+    assert.equal(await bad(`utxo?address=${a}&limit=${PAGE + 1}`), `limit must be at most ${PAGE}`);
+    assert.match(await bad(`transactions?address=${a}&cursor=${u(full[0])}`), /^Invalid cursor/);
+    assert.match(await bad(`utxo?address=${a}&cursor=${page.next}`), /^Invalid cursor/);
   });
 
   it('scannedheight and issynced report the index against the daemon (issynced needs a login)', async () => {

@@ -1,25 +1,24 @@
 /**
- * The scanner and the nedb index against a real litecoind in regtest: a few hundred blocks with payments
- * between several addresses, reorganisations forced with `invalidateblock`, and crashes at every write
- * step of a block (the store is opened again from its file, as after kill -9). After each, every address's
- * balance and unspent outputs equal the daemon's `scantxoutset`.
+ * The scanner and each store (embedded SQLite, PostgreSQL) against a real litecoind in regtest: a few
+ * hundred blocks with payments between several addresses, reorganisations forced with `invalidateblock`,
+ * and crashes at every write step of a run (the store is opened again, as after kill -9). After each,
+ * every address's balance and unspent outputs equal the daemon's `scantxoutset`.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
-import { tempDir } from '../support/node.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
-import { activity, assertMatchesDaemon, chainView, indexFile, openIndex, rpcFor, silent, walletAddresses } from './support.ts';
+import { activity, assertMatchesDaemon, chainView, openIndex, rpcFor, silent, walletAddresses } from './support.ts';
+import { storeKinds } from './stores.ts';
 
-describe('explorer scanner on a real chain', function () {
+for (const kind of storeKinds())
+describe(`explorer scanner on a real chain (${kind.name} store)`, function () {
   this.timeout(180_000);
   let ltc: Regtest;
-  let dir: string;
   let addrs: string[];
 
   before(async () => {
     ltc = await startLitecoind();
-    dir = tempDir('corenode-explorer-');
+    await kind.setup();
     addrs = await walletAddresses(ltc, 6);
     await ltc.mine(101, addrs[0]);
     for (let i = 0; i < 40; i++) await activity(ltc, addrs, i);
@@ -27,12 +26,12 @@ describe('explorer scanner on a real chain', function () {
     for (let i = 40; i < 60; i++) await activity(ltc, addrs, i);
   });
   after(async () => {
+    await kind.teardown();
     await ltc?.stop();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('indexes every block and matches the daemon for every address (balances, unspent outputs, transactions)', async () => {
-    const { scanner, store } = openIndex(ltc, indexFile(dir, 'main.db'));
+    const { scanner, store } = await openIndex(ltc, kind, 'main');
     const tip = await scanner.catchUp();
     assert.equal(tip, await ltc.rpc.call<number>('getblockcount'));
     assert.ok(tip! >= 220);
@@ -41,18 +40,40 @@ describe('explorer scanner on a real chain', function () {
     assert.ok(scanner.stats.txs > scanner.stats.blocks, 'blocks carried payments');
   });
 
+  it('pages every address\'s lists (limit, offset, cursor) in the order of the whole list', async () => {
+    const { store } = await openIndex(ltc, kind, 'main');
+    await store.open();
+    const { txsOf } = await chainView(ltc.rpc);
+    for (const a of txsOf.keys()) {
+      const utxos = await store.utxos(a);
+      const txs = await store.transactions(a);
+      const key = (u: { height: number; txid: string; vout: number }) => [u.height, u.txid, u.vout] as const;
+      const sorted = [...utxos].sort((x, y) => x.height - y.height || (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : x.vout - y.vout));
+      assert.deepEqual(utxos.map(key), sorted.map(key), `outputs of ${a} oldest first`);
+      for (const limit of [1, 3, 50]) {
+        const walked: typeof utxos = [];
+        for (let page = await store.utxos(a, { limit }); page.length; page = await store.utxos(a, { limit, after: walked.at(-1) })) walked.push(...page);
+        assert.deepEqual(walked, utxos, `outputs of ${a} in pages of ${limit}`);
+        const walkedTx: typeof txs = [];
+        for (let page = await store.transactions(a, { limit }); page.length; page = await store.transactions(a, { limit, after: walkedTx.at(-1) })) walkedTx.push(...page);
+        assert.deepEqual(walkedTx, txs, `transactions of ${a} in pages of ${limit}`);
+      }
+      assert.deepEqual(await store.utxos(a, { limit: 2, offset: 3 }), utxos.slice(3, 5));
+      assert.deepEqual(await store.transactions(a, { limit: 2, offset: 1, after: txs[0] }), txs.slice(2, 4));
+    }
+    await store.close();
+  });
+
   it('resumes from the file after a restart without counting anything twice', async () => {
-    const file = indexFile(dir, 'main.db');
     await activity(ltc, addrs, 61);
-    const { scanner, store } = openIndex(ltc, file);
+    const { scanner, store } = await openIndex(ltc, kind, 'main');
     await scanner.catchUp();
     assert.equal(scanner.stats.blocks, 1);
     await assertMatchesDaemon(ltc.rpc, store);
   });
 
   it('rolls back a reorganisation to the fork and applies the new branch (longer, equal and shorter)', async () => {
-    const file = indexFile(dir, 'main.db');
-    const { scanner, store } = openIndex(ltc, file);
+    const { scanner, store } = await openIndex(ltc, kind, 'main');
     await scanner.catchUp();
     const rpc = ltc.rpc;
 
@@ -91,11 +112,11 @@ describe('explorer scanner on a real chain', function () {
 
   for (const step of ['journal', 'spent', 'added', 'tip'] as const) {
     it(`recovers from a crash after the "${step}" write of a run: nothing lost, nothing counted twice`, async () => {
-      const file = indexFile(dir, `crash-${step}.db`);
-      fs.copyFileSync(indexFile(dir, 'main.db'), file);
+      const file = `crash-${step}`;
+      await kind.copy('main', file);
       for (let i = 0; i < 3; i++) await activity(ltc, addrs, 300 + i);
       let armed = true;
-      const crashing = openIndex(ltc, file, {
+      const crashing = await openIndex(ltc, kind, file, {
         faultAt: (s) => {
           if (armed && s === step) {
             armed = false;
@@ -104,8 +125,8 @@ describe('explorer scanner on a real chain', function () {
         },
       });
       await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
-      // A new process: the same file read again.
-      const { scanner, store } = openIndex(ltc, file);
+      // A new process: the same index read again.
+      const { scanner, store } = await openIndex(ltc, kind, file);
       await scanner.catchUp();
       await assertMatchesDaemon(ltc.rpc, store);
     });
@@ -113,10 +134,10 @@ describe('explorer scanner on a real chain', function () {
 
   for (const step of ['undo-marked', 'reverted'] as const) {
     it(`recovers from a crash during a reorg's undo ("${step}")`, async () => {
-      const file = indexFile(dir, `crash-${step}.db`);
+      const file = `crash-${step}`;
       const rpc = ltc.rpc;
       {
-        const { scanner } = openIndex(ltc, file);
+        const { scanner } = await openIndex(ltc, kind, file);
         await scanner.catchUp();
       }
       const tip = await rpc.call<number>('getblockcount');
@@ -124,7 +145,7 @@ describe('explorer scanner on a real chain', function () {
       await activity(ltc, addrs, 400, addrs[2]);
       await ltc.mine(2, addrs[1]);
       let armed = true;
-      const crashing = openIndex(ltc, file, {
+      const crashing = await openIndex(ltc, kind, file, {
         faultAt: (s) => {
           if (armed && s === step) {
             armed = false;
@@ -133,22 +154,22 @@ describe('explorer scanner on a real chain', function () {
         },
       });
       await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
-      const { scanner, store } = openIndex(ltc, file);
+      const { scanner, store } = await openIndex(ltc, kind, file);
       await scanner.catchUp();
       await assertMatchesDaemon(rpc, store);
     });
   }
 
   it('waits for a daemon that is loading its chain below the index, but follows one that dropped blocks', async () => {
-    const file = indexFile(dir, 'main.db');
-    const before = openIndex(ltc, file);
+    const file = 'main';
+    const before = await openIndex(ltc, kind, file);
     const tip = (await before.scanner.catchUp())!;
     // A fresh daemon of the same network is in its initial block download at height 0, as after -reindex.
     const fresh = await startLitecoind();
     try {
       const info = await fresh.rpc.call<{ initialblockdownload: boolean; blocks: number }>('getblockchaininfo');
       assert.equal(info.initialblockdownload, true);
-      const { store } = openIndex(ltc, file);
+      const { store } = await openIndex(ltc, kind, file);
       const waiting = new Scanner(rpcFor(fresh), store, { startHeight: 0, pollMs: 50, retryMs: 50, prefetch: 8, log: silent });
       assert.equal(await waiting.catchUp(), tip, 'nothing undone while the daemon loads');
       assert.equal(waiting.stats.reorgs + waiting.stats.undone, 0);
@@ -157,7 +178,7 @@ describe('explorer scanner on a real chain', function () {
     }
     // The same daemon dropping its last block (and not loading): the index follows it down.
     await ltc.rpc.call('invalidateblock', [await ltc.rpc.call<string>('getblockhash', [tip])]);
-    const { scanner, store } = openIndex(ltc, file);
+    const { scanner, store } = await openIndex(ltc, kind, file);
     assert.equal(await scanner.catchUp(), tip - 1);
     await assertMatchesDaemon(ltc.rpc, store);
     await ltc.rpc.call('reconsiderblock', [before.store.hashAt(tip)!]);
@@ -166,8 +187,7 @@ describe('explorer scanner on a real chain', function () {
   });
 
   it('rolls back to a height exactly, and rebuilds when asked below the kept undo records', async () => {
-    const file = indexFile(dir, 'rescan.db');
-    const { scanner, store } = openIndex(ltc, file, { undoDepth: 20 });
+    const { scanner, store } = await openIndex(ltc, kind, 'rescan', { undoDepth: 20 });
     const tip = (await scanner.catchUp())!;
     assert.equal(store.lowestUndoTarget(), tip - 20);
     await scanner.rollbackTo(tip - 15);
@@ -182,7 +202,7 @@ describe('explorer scanner on a real chain', function () {
 
   it('indexes from a configured start height only', async () => {
     const start = 150;
-    const { scanner, store } = openIndex(ltc, indexFile(dir, 'start.db'), { startHeight: start });
+    const { scanner, store } = await openIndex(ltc, kind, 'start', { startHeight: start });
     await scanner.catchUp();
     await assertMatchesDaemon(ltc.rpc, store, start);
     const { txsOf } = await chainView(ltc.rpc, start);
@@ -190,7 +210,7 @@ describe('explorer scanner on a real chain', function () {
   });
 
   it('follows the tip in the background and stops cleanly', async () => {
-    const { scanner, store } = openIndex(ltc, indexFile(dir, 'main.db'));
+    const { scanner, store } = await openIndex(ltc, kind, 'main');
     scanner.start();
     const until = async (cond: () => Promise<boolean>) => {
       for (let i = 0; i < 400 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 25));

@@ -4,13 +4,11 @@
  * (`scantxoutset`) and against transaction lists recomputed from the raw blocks.
  */
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import NeDB from 'nedb-promises';
 import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
-import { NedbExplorerStore, type NedbStoreOptions } from '../../plugins/explorer/nedb-store.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
 import type { Regtest } from '../support/litecoind.ts';
+import type { StoreKind, StoreOptions } from './stores.ts';
 
 export const silent = { info() {}, warn() {}, error() {} };
 
@@ -25,15 +23,11 @@ export function rpcFor(ltc: Regtest): RpcClient {
   return createRpcClient({ url: ltc.url, user: ltc.user, password: ltc.password, name: 'daemon' });
 }
 
-/** A file-backed store and scanner over `file` (a new instance reads the file again, as after a restart). */
-export function openIndex(ltc: Regtest, file: string, opts: Partial<NedbStoreOptions> & { startHeight?: number; prefetch?: number } = {}) {
-  const store = new NedbExplorerStore(NeDB.create({ filename: file, autoload: true }), { undoDepth: opts.undoDepth ?? 1000, faultAt: opts.faultAt });
+/** A store of `kind` over index `name` and a scanner (a new instance reads the same data again, as after a restart). */
+export async function openIndex(ltc: Regtest, kind: StoreKind, name: string, opts: StoreOptions & { startHeight?: number; prefetch?: number } = {}) {
+  const store = await kind.make(name, { undoDepth: opts.undoDepth, faultAt: opts.faultAt });
   const scanner = new Scanner(rpcFor(ltc), store, { startHeight: opts.startHeight ?? 0, pollMs: 50, retryMs: 50, prefetch: opts.prefetch ?? 8, log: silent });
   return { store, scanner };
-}
-
-export function indexFile(dir: string, name = 'index.db'): string {
-  return path.join(dir, name);
 }
 
 /** Several wallet addresses of each kind. */

@@ -10,7 +10,7 @@ export interface TestWallet {
 }
 
 /** A P2PKH wallet; `header` shifts the signature's first byte (segwit flags as Electrum and Trezor write them). */
-export function bitcoinWallet(compressed = true, segwit?: 'p2wpkh' | 'p2sh(p2wpkh)'): TestWallet & { privateKey: Buffer } {
+export function bitcoinWallet(compressed = true, segwit?: 'p2wpkh' | 'p2sh(p2wpkh)'): { legacyid: string; privateKey: Buffer; sign(message: string): string } {
   const privateKey = crypto.randomBytes(32);
   const key = new SigningKey('0x' + privateKey.toString('hex'));
   const pub = Buffer.from((compressed ? key.compressedPublicKey : key.publicKey).slice(2), 'hex');

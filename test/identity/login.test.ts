@@ -117,23 +117,29 @@ describe('identity: login', () => {
       assert.equal(r.json.data.legacyid, w.legacyid);
     });
 
-    it('answers each missing or malformed field with the message a person can act on', async () => {
+    it('answers each missing or malformed field with a message naming the field (the manifest\'s schema)', async () => {
       const w = bitcoinWallet();
       const phrase = (await node.get('/id/loginphrase')).json.data;
       const sig = w.sign(phrase);
       const cases: [unknown, string, RegExp][] = [
-        [{ loginPhrase: phrase, signature: sig }, 'MissingId', /^No Core ID is specified$/],
-        [{ legacyid: '34xp4vRoCGJym3xR7yCVPFHoCNxv4Twseo', loginPhrase: phrase, signature: sig }, 'InvalidId', /^Core ID is not valid/],
-        [{ legacyid: '2Z123434', loginPhrase: phrase, signature: sig }, 'InvalidId', /^Core ID is not valid/],
-        [{ legacyid: '1'.repeat(36), loginPhrase: phrase, signature: sig }, 'InvalidId', /^Core ID is not valid/],
-        [{ legacyid: '1KPKzyp9VyB9ouAA4spZ48x8g32sxLVK6a', loginPhrase: phrase, signature: sig }, 'InvalidId', /^Core ID is not valid/],
-        [{ legacyid: { $ne: '' }, loginPhrase: phrase, signature: sig }, 'InvalidId', /^Core ID is not valid/],
-        [{ legacyid: w.legacyid, signature: sig }, 'MissingPhrase', /^No message is specified$/],
-        [{ legacyid: w.legacyid, loginPhrase: 'loginphrase', signature: sig }, 'InvalidPhrase', /^Signed message is not valid/],
-        [{ legacyid: w.legacyid, loginPhrase: phrase }, 'MissingSignature', /^No signature is specified$/],
+        [{ loginPhrase: phrase, signature: sig }, 'ValidationError', /^Invalid body input: body\.legacyid: is required$/],
+        [{ legacyid: '34xp4vRoCGJym3xR7yCVPFHoCNxv4Twseo', loginPhrase: phrase, signature: sig }, 'ValidationError', /^Invalid body input: body\.legacyid: must match pattern/],
+        [{ legacyid: '2Z123434', loginPhrase: phrase, signature: sig }, 'ValidationError', /body\.legacyid: must match pattern/],
+        [{ legacyid: '1'.repeat(36), loginPhrase: phrase, signature: sig }, 'ValidationError', /body\.legacyid: must match pattern/],
+        [{ legacyid: '0x' + 'a'.repeat(39), loginPhrase: phrase, signature: sig }, 'ValidationError', /body\.legacyid: must match pattern/],
+        // The form is right, the base58check checksum is not: what a schema cannot say, the plugin says.
+        [{ legacyid: '1KPKzyp9VyB9ouAA4spZ48x8g32sxLVK6a', loginPhrase: phrase, signature: sig }, 'InvalidId', /^Core ID is not valid: .*checksum/],
+        [{ legacyid: { $ne: '' }, loginPhrase: phrase, signature: sig }, 'ValidationError', /body\.legacyid: must be string/],
+        [{ address: 5, loginPhrase: phrase, signature: sig }, 'ValidationError', /body\.address: must be string/],
+        [{ legacyid: w.legacyid, signature: sig }, 'ValidationError', /^Invalid body input: body\.loginPhrase: is required$/],
+        [{ legacyid: w.legacyid, loginPhrase: 'loginphrase', signature: sig }, 'ValidationError', /body\.loginPhrase: must match pattern/],
+        [{ legacyid: w.legacyid, message: phrase.slice(0, 30), signature: sig }, 'ValidationError', /body\.message: must match pattern/],
+        [{ legacyid: w.legacyid, loginPhrase: phrase }, 'ValidationError', /^Invalid body input: body\.signature: is required$/],
+        [{ legacyid: w.legacyid, loginPhrase: phrase, signature: 7 }, 'ValidationError', /body\.signature: must be string/],
+        [{ legacyid: w.legacyid, loginPhrase: phrase, signature: '' }, 'ValidationError', /body\.signature: must NOT have fewer than 1 characters/],
         [{ legacyid: w.legacyid, loginPhrase: phrase, signature: '1234356asdf' }, 'InvalidSignature', /^Invalid signature/],
         [{ legacyid: w.legacyid, loginPhrase: phrase, signature: bitcoinWallet().sign(phrase) }, 'InvalidSignature', /^Invalid signature/],
-        [[1, 2], 'ValidationError', /must be object/],
+        [[1, 2], 'ValidationError', /body: must be object/],
       ];
       for (const [body, name, message] of cases) {
         const e = errorOf(await node.post('/id/verifylogin', body));

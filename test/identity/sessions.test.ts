@@ -161,17 +161,27 @@ describe('identity: sessions', () => {
       const wrong = await node.post('/id/checkprivilege', { legacyid: op.legacyid, loginPhrase: op.loginPhrase, signature: 'x' + op.signature.slice(1) });
       assert.equal(wrong.json.data.privilege, 'none');
       const partial = await node.post('/id/checkprivilege', { legacyid: op.legacyid });
-      assert.equal(partial.json.data.message, 'No user loginPhrase specified');
+      assert.deepEqual(partial.json.data, {
+        code: 400,
+        name: 'ValidationError',
+        message: 'Invalid body input: body: must have properties loginPhrase, signature when property legacyid is present',
+      });
+      const badId = await node.post('/id/checkprivilege', { legacyid: 'x', loginPhrase: op.loginPhrase, signature: op.signature });
+      assert.match(badId.json.data.message, /body\.legacyid: must match pattern/);
     });
   });
 
   it('every identity GET route refuses a query string (HTTP 400), checkprivilege a body that is not JSON', async () => {
     const op = await login(node, admin);
-    for (const p of ['loginphrase', 'emergencyphrase', 'loggedsessions', 'logoutcurrentsession', 'logoutallsessions', 'loggedusers', 'activeloginphrases', 'logoutallusers']) {
+    for (const p of ['loginphrase', 'emergencyphrase', 'loggedsessions', 'logoutcurrentsession', 'logoutallsessions', 'activeloginphrases', 'logoutallusers']) {
       const r = await node.get(`/id/${p}?x=1`, { legacyidauth: op.header });
       assert.equal(r.status, 400, p);
       assert.equal(r.json.data.code, 400);
     }
+    // loggedusers takes its paging keys only (declared in the manifest): others are named in the refusal.
+    const paged = await node.get('/id/loggedusers?x=1', { legacyidauth: op.header });
+    assert.deepEqual(paged.json.data, { code: 400, name: 'ValidationError', message: 'Invalid query input: query.x: is not a known key' });
+    assert.match((await node.get('/id/loggedusers?limit=1001', { legacyidauth: op.header })).json.data.message, /query\.limit: must be <= 1000/);
     assert.equal(await works(node, op), true, 'the refused logout routes did not run');
     const bad = await node.post('/id/checkprivilege', '{legacyid:', { legacyidauth: op.header });
     assert.equal(bad.json.data.code, 400);

@@ -3,11 +3,13 @@ import assert from 'node:assert/strict';
 import bitcoinMessage from 'bitcoinjs-message';
 import { Wallet, verifyMessage } from 'ethers';
 import { base58Decode, base58Encode, idKind, p2pkhAddress } from '../../plugins/identity/ids.ts';
-import { PHRASE_FORM, newPhrase, randomChars } from '../../plugins/identity/phrases.ts';
+import crypto from 'node:crypto';
+import { PHRASE_FORM, newPhrase, phraseKind, randomChars } from '../../plugins/identity/phrases.ts';
 import { verifierBackend, verifyBitcoin, verifyEthereum, verifySignature } from '../../plugins/identity/verify.ts';
 import { bitcoinWallet } from './keys.ts';
 import { BITCOIN_VECTORS, ETH, PUBKEY, PUBKEY_SIG } from './vectors.ts';
 
+const KEY = crypto.randomBytes(32);
 
 describe('identity: signature verification', () => {
   it('runs on the native libsecp256k1 binding', () => {
@@ -59,7 +61,7 @@ describe('identity: signature verification', () => {
   it('fresh keys: compressed, uncompressed and segwit-flagged headers (27-42) verify; others do not', () => {
     for (const [compressed, segwit] of [[true], [false], [true, 'p2wpkh'], [true, 'p2sh(p2wpkh)']] as const) {
       const w = bitcoinWallet(compressed, segwit);
-      const phrase = newPhrase(Date.now());
+      const phrase = newPhrase(Date.now(), KEY);
       const sig = w.sign(phrase) as string;
       const header = Buffer.from(sig, 'base64')[0];
       const expected = segwit === 'p2wpkh' ? [39, 42] : segwit ? [35, 38] : compressed ? [31, 34] : [27, 30];
@@ -88,7 +90,7 @@ describe('identity: signature verification', () => {
   it('ethereum: same answers as ethers.verifyMessage, for good and tampered signatures', async () => {
     for (let i = 0; i < 8; i++) {
       const w = Wallet.createRandom();
-      const m = i % 2 ? newPhrase(Date.now()) : 'non-ASCII ✓ message ' + i;
+      const m = i % 2 ? newPhrase(Date.now(), KEY) : 'non-ASCII ✓ message ' + i;
       const sig = await w.signMessage(m);
       assert.equal(verifyEthereum(m, w.address, sig), verifyMessage(m, sig) === w.address);
       assert.equal(verifyEthereum(m, w.address, sig), true);
@@ -115,13 +117,28 @@ describe('identity: login phrases', () => {
   it('13-digit millisecond time, then [0-9a-z] from the CSPRNG, 40 to 70 characters, all different', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 200; i++) {
-      const p = newPhrase(1_700_000_000_123);
+      const p = newPhrase(1_700_000_000_123, KEY);
       assert.match(p, PHRASE_FORM);
       assert.ok(p.length >= 40 && p.length <= 70);
       assert.equal(p.slice(0, 13), '1700000000123');
       seen.add(p);
     }
     assert.equal(seen.size, 200);
+  });
+
+  it('a phrase proves its issuer and kind by its MAC: another key, another kind or one changed character is not ours', () => {
+    const login = newPhrase(1_700_000_000_123, KEY);
+    const emergency = newPhrase(1_700_000_000_123, KEY, 'emergency');
+    assert.equal(login.length, 56);
+    assert.equal(phraseKind(login, KEY), 'login');
+    assert.equal(phraseKind(emergency, KEY), 'emergency');
+    assert.equal(phraseKind(login, crypto.randomBytes(32)), null);
+    for (const i of [0, 12, 13, 33, 34, 55]) {
+      const c = login[i] === '1' ? '2' : '1';
+      assert.equal(phraseKind(login.slice(0, i) + c + login.slice(i + 1), KEY), null, `character ${i} changed`);
+    }
+    assert.equal(phraseKind(login + '0', KEY), null);
+    assert.equal(phraseKind('1700000000123' + 'a'.repeat(43), KEY), null);
   });
 
   it('every character of the alphabet appears (no bias towards a subset)', () => {

@@ -1,0 +1,275 @@
+/**
+ * The explorer index in PostgreSQL (config `explorer.store: { kind: postgres, url }`), for operators who
+ * share one index between nodes or outgrow one disk. Same tables and keys as the embedded store (prefixed
+ * `explorer_`, addresses in the "C" collation so key order is byte order whatever the database's locale).
+ *
+ * A run of blocks is one transaction: every statement takes whole arrays (`unnest`), so a run of 32 blocks
+ * is a handful of round trips whatever its size. Writers take a transaction-scoped advisory lock and check
+ * that the stored tip is the one this node last wrote: several nodes may share one index, one writes at a
+ * time, and a node that finds the tip moved by another reloads it and carries on from there.
+ */
+import pg from 'pg';
+import { assertExtends, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
+import { IndexInconsistentError, type ExplorerStore, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor, type WriteStep } from './store.ts';
+
+export interface PgStoreOptions {
+  /** postgres://user:password@host:port/database (or a unix socket: ?host=/path/to/dir). */
+  url: string;
+  undoDepth: number;
+  /** Connections kept: one for the writer, the rest for concurrent reads. */
+  poolSize?: number;
+  faultAt?: (step: WriteStep) => void;
+}
+
+const SCHEMA = '1';
+/** Serialises writers of every node sharing the database (an arbitrary constant: "corenode explorer"). */
+const WRITER_LOCK = 0x636f7265;
+
+const SCHEMA_SQL = `
+CREATE TABLE IF NOT EXISTS explorer_utxo (
+  txid bytea NOT NULL, vout integer NOT NULL, address text COLLATE "C" NOT NULL, height integer NOT NULL,
+  satoshis bigint NOT NULL, script bytea NOT NULL, coinbase boolean NOT NULL,
+  PRIMARY KEY (txid, vout));
+CREATE INDEX IF NOT EXISTS explorer_utxo_by_address ON explorer_utxo (address, height, txid, vout) INCLUDE (satoshis);
+CREATE TABLE IF NOT EXISTS explorer_tx (
+  address text COLLATE "C" NOT NULL, nheight integer NOT NULL, txid bytea NOT NULL,
+  PRIMARY KEY (address, nheight, txid));
+CREATE TABLE IF NOT EXISTS explorer_journal (height integer PRIMARY KEY, hash text NOT NULL, prev text NOT NULL, undo text NOT NULL);
+CREATE TABLE IF NOT EXISTS explorer_meta (key text PRIMARY KEY, value text NOT NULL);
+`;
+
+type Row = { txid: Buffer; vout: number; address: string; height: number; satoshis: string; script: Buffer; coinbase: boolean };
+const toUtxo = (r: Row): Utxo => ({
+  txid: r.txid.toString('hex'),
+  vout: r.vout,
+  address: r.address,
+  height: r.height,
+  satoshis: Number(r.satoshis),
+  scriptPubKey: r.script.toString('hex'),
+  coinbase: r.coinbase,
+});
+const hex = (s: string) => Buffer.from(s, 'hex');
+
+const PUT_OUTPUTS = `INSERT INTO explorer_utxo SELECT * FROM unnest($1::bytea[], $2::int[], $3::text[], $4::int[], $5::int8[], $6::bytea[], $7::bool[]) ON CONFLICT DO NOTHING`;
+const DEL_OUTPUTS = `DELETE FROM explorer_utxo u USING unnest($1::bytea[], $2::int[]) AS d(txid, vout) WHERE u.txid = d.txid AND u.vout = d.vout`;
+const PUT_TXS = `INSERT INTO explorer_tx SELECT * FROM unnest($1::text[], $2::int[], $3::bytea[]) ON CONFLICT DO NOTHING`;
+const DEL_TXS = `DELETE FROM explorer_tx t USING unnest($1::text[], $2::int[], $3::bytea[]) AS d(address, nheight, txid)
+  WHERE t.address = d.address AND t.nheight = d.nheight AND t.txid = d.txid`;
+const SET_TIP = `INSERT INTO explorer_meta VALUES ('tip', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+
+const outputColumns = (os: Utxo[]) => [
+  os.map((o) => hex(o.txid)),
+  os.map((o) => o.vout),
+  os.map((o) => o.address),
+  os.map((o) => o.height),
+  os.map((o) => o.satoshis),
+  os.map((o) => hex(o.scriptPubKey)),
+  os.map((o) => o.coinbase),
+];
+
+export class PgExplorerStore implements ExplorerStore {
+  private pool: pg.Pool | null = null;
+  private current: Tip | null = null;
+  private readonly recent = new Map<number, [string, string]>();
+  /** One write at a time from this node (the advisory lock orders nodes). */
+  private writing: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly opts: PgStoreOptions) {}
+
+  private get db(): pg.Pool {
+    if (!this.pool) {
+      this.pool = new pg.Pool({ connectionString: this.opts.url, max: this.opts.poolSize ?? 4, idleTimeoutMillis: 30_000 });
+      // An idle connection that breaks (server restart) must not crash the node; the next query reconnects.
+      this.pool.on('error', () => {});
+    }
+    return this.pool;
+  }
+
+  /** Run `fn` in one transaction holding the writer lock; rolled back when it throws. */
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.db.connect();
+    try {
+      await c.query('BEGIN');
+      await c.query('SELECT pg_advisory_xact_lock($1)', [WRITER_LOCK]);
+      const out = await fn(c);
+      await c.query('COMMIT');
+      return out;
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw e;
+    } finally {
+      c.release();
+    }
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.writing.then(fn, fn);
+    this.writing = p.catch(() => {});
+    return p;
+  }
+
+  open(): Promise<Tip | null> {
+    return this.serial(() =>
+      this.tx(async (c) => {
+        await c.query(SCHEMA_SQL);
+        const v = (await c.query<{ value: string }>(`SELECT value FROM explorer_meta WHERE key = 'schema'`)).rows[0]?.value;
+        if (v === undefined) await c.query(`INSERT INTO explorer_meta VALUES ('schema', $1)`, [SCHEMA]);
+        else if (v !== SCHEMA) throw new IndexInconsistentError(`explorer index: schema ${v}, this version reads ${SCHEMA}`);
+        return this.load(c);
+      }),
+    );
+  }
+
+  /** Read the tip and the kept block hashes. */
+  private async load(c: pg.PoolClient): Promise<Tip | null> {
+    const tip = (await c.query<{ value: string }>(`SELECT value FROM explorer_meta WHERE key = 'tip'`)).rows[0];
+    this.current = tip ? (JSON.parse(tip.value) as Tip) : null;
+    this.recent.clear();
+    const heads = await c.query<{ height: number; hash: string; prev: string }>('SELECT height, hash, prev FROM explorer_journal ORDER BY height');
+    for (const r of heads.rows) this.recent.set(r.height, [r.hash, r.prev]);
+    const top = heads.rows.at(-1)?.height;
+    if (this.current && top !== undefined && top !== this.current.height)
+      throw new IndexInconsistentError(`explorer index: the newest journal record (${top}) is not the scanned tip ${this.current.height}`);
+    return this.current;
+  }
+
+  /** Inside a write: the stored tip must be the one this node knows, else another node wrote meanwhile. */
+  private async checkTip(c: pg.PoolClient): Promise<void> {
+    const row = (await c.query<{ value: string }>(`SELECT value FROM explorer_meta WHERE key = 'tip'`)).rows[0];
+    const stored = row ? (JSON.parse(row.value) as Tip) : null;
+    if (stored?.height === this.current?.height && stored?.hash === this.current?.hash) return;
+    await this.load(c);
+    throw new Error(`explorer index: another writer moved the tip to ${stored ? stored.height : 'nothing'}; continuing from there`);
+  }
+
+  tip(): Tip | null {
+    return this.current;
+  }
+
+  hashAt(height: number): string | null {
+    if (this.current && height === this.current.height) return this.current.hash;
+    const r = this.recent.get(height);
+    if (r) return r[0];
+    return this.recent.get(height + 1)?.[1] ?? null;
+  }
+
+  lowestUndoTarget(): number | null {
+    if (!this.current) return null;
+    let low = this.current.height;
+    while (this.recent.has(low)) low--;
+    return low;
+  }
+
+  applyBlocks(blocks: ParsedBlock[]): Promise<void> {
+    if (!blocks.length) return Promise.resolve();
+    return this.serial(async () => {
+      assertExtends(this.current, blocks);
+      const fault = this.opts.faultAt ?? (() => {});
+      const last = blocks.at(-1)!;
+      const plan = await this.tx(async (c) => {
+        await this.checkTip(c);
+        const lookup = async (keys: OutPoint[]) => {
+          const r = await c.query<Row>(
+            `SELECT u.* FROM explorer_utxo u JOIN unnest($1::bytea[], $2::int[]) AS d(txid, vout) ON u.txid = d.txid AND u.vout = d.vout`,
+            [keys.map((k) => hex(k.txid)), keys.map((k) => k.vout)],
+          );
+          return r.rows.map(toUtxo);
+        };
+        const plan = await planRun(blocks, lookup);
+        await c.query(`INSERT INTO explorer_journal SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[])`, [
+          plan.undo.map((u) => u.height),
+          plan.undo.map((u) => u.hash),
+          plan.undo.map((u) => u.prev),
+          plan.undo.map(packUndo),
+        ]);
+        fault('journal');
+        if (plan.removed.length) await c.query(DEL_OUTPUTS, [plan.removed.map((u) => hex(u.txid)), plan.removed.map((u) => u.vout)]);
+        fault('spent');
+        if (plan.created.length) await c.query(PUT_OUTPUTS, outputColumns(plan.created));
+        if (plan.txs.length) await c.query(PUT_TXS, [plan.txs.map((t) => t.address), plan.txs.map((t) => -t.height), plan.txs.map((t) => hex(t.txid))]);
+        fault('added');
+        await c.query(SET_TIP, [JSON.stringify({ height: last.height, hash: last.hash })]);
+        fault('tip');
+        await c.query('DELETE FROM explorer_journal WHERE height <= $1', [last.height - this.opts.undoDepth]);
+        return plan;
+      });
+      this.current = { height: last.height, hash: last.hash };
+      for (const u of plan.undo) this.recent.set(u.height, [u.hash, u.prev]);
+      for (const h of this.recent.keys()) {
+        if (h > last.height - this.opts.undoDepth) break;
+        this.recent.delete(h);
+      }
+    });
+  }
+
+  undoTip(): Promise<void> {
+    return this.serial(async () => {
+      const tip = this.current;
+      if (!tip) throw new Error('nothing to undo');
+      if (!this.recent.has(tip.height)) throw new Error(`block ${tip.height} is below the kept undo depth and cannot be undone exactly`);
+      const fault = this.opts.faultAt ?? (() => {});
+      const j = await this.tx(async (c) => {
+        await this.checkTip(c);
+        const r = (await c.query<{ height: number; hash: string; prev: string; undo: string }>('SELECT * FROM explorer_journal WHERE height = $1', [tip.height])).rows[0];
+        if (!r) throw new IndexInconsistentError(`explorer index: journal record of block ${tip.height} is missing`);
+        const j = unpackUndo(r.height, r.hash, r.prev, r.undo);
+        fault('undo-marked');
+        await this.revert(c, j);
+        fault('reverted');
+        await c.query(SET_TIP, [JSON.stringify({ height: j.height - 1, hash: j.prev })]);
+        await c.query('DELETE FROM explorer_journal WHERE height = $1', [j.height]);
+        return j;
+      });
+      this.current = { height: j.height - 1, hash: j.prev };
+      this.recent.delete(j.height);
+    });
+  }
+
+  private async revert(c: pg.PoolClient, j: BlockUndo): Promise<void> {
+    if (j.outputs.length) await c.query(DEL_OUTPUTS, [j.outputs.map((o) => hex(o.txid)), j.outputs.map((o) => o.vout)]);
+    if (j.txs.length) await c.query(DEL_TXS, [j.txs.map((t) => t.address), j.txs.map(() => -j.height), j.txs.map((t) => hex(t.txid))]);
+    if (j.spent.length) await c.query(PUT_OUTPUTS, outputColumns(j.spent));
+  }
+
+  drop(): Promise<void> {
+    return this.serial(() =>
+      this.tx(async (c) => {
+        await c.query(SCHEMA_SQL);
+        await c.query('TRUNCATE explorer_utxo, explorer_tx, explorer_journal');
+        await c.query(`DELETE FROM explorer_meta WHERE key = 'tip'`);
+        this.current = null;
+        this.recent.clear();
+      }),
+    );
+  }
+
+  async utxos(address: string, page?: Page<UtxoCursor>): Promise<Utxo[]> {
+    const a = page?.after;
+    const r = await this.db.query<Row>(
+      `SELECT * FROM explorer_utxo WHERE address = $1 AND (height, txid, vout) > ($2, $3, $4) ORDER BY address, height, txid, vout LIMIT $5 OFFSET $6`,
+      [address, a ? a.height : -1, a ? hex(a.txid) : Buffer.alloc(0), a ? a.vout : -1, page?.limit ?? null, page?.offset ?? 0],
+    );
+    return r.rows.map(toUtxo);
+  }
+
+  async transactions(address: string, page?: Page<TxCursor>): Promise<TxRef[]> {
+    const a = page?.after;
+    const r = await this.db.query<{ nheight: number; txid: Buffer }>(
+      `SELECT nheight, txid FROM explorer_tx WHERE address = $1 AND (nheight, txid) > ($2, $3) ORDER BY address, nheight, txid LIMIT $4 OFFSET $5`,
+      [address, a ? -a.height : -2147483647, a ? hex(a.txid) : Buffer.alloc(0), page?.limit ?? null, page?.offset ?? 0],
+    );
+    return r.rows.map((x) => ({ txid: x.txid.toString('hex'), height: -x.nheight }));
+  }
+
+  async balance(address: string): Promise<bigint> {
+    const r = await this.db.query<{ s: string }>('SELECT coalesce(sum(satoshis), 0)::text AS s FROM explorer_utxo WHERE address = $1', [address]);
+    return BigInt(r.rows[0].s);
+  }
+
+  async close(): Promise<void> {
+    await this.writing;
+    const p = this.pool;
+    this.pool = null;
+    await p?.end();
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * A real PostgreSQL for the explorer tests: a throw-away cluster made by `initdb` as the `postgres` user
+ * (initdb refuses root) in a temporary folder owned by that user, on a free port, its unix socket in the
+ * same folder. `stop()` stops the server and removes the folder.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { freePort } from '../support/litecoind.ts';
+
+export interface Postgres {
+  /** URL of database `db` (created by `createDatabase`). */
+  url(db: string): string;
+  createDatabase(db: string, template?: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** initdb and pg_ctl: on the PATH, else in Debian's versioned folder (scripts/setup/ensure-postgres.sh). */
+export function pgBin(name: string): string {
+  const onPath = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).stdout.trim();
+  if (onPath) return onPath;
+  const root = '/usr/lib/postgresql';
+  const versions = fs.existsSync(root) ? fs.readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
+  for (const v of versions) {
+    const p = path.join(root, v, 'bin', name);
+    if (fs.existsSync(p)) return p;
+  }
+  throw new Error(`${name} not found: run scripts/setup/ensure-postgres.sh`);
+}
+
+/** Run as the `postgres` user when this process is root (initdb and the server refuse root). */
+function asPostgres(cmd: string, args: string[]): void {
+  const [file, argv] = process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
+  execFileSync(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+export async function startPostgres(opts: { durable?: boolean } = {}): Promise<Postgres> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'explorer-pg-'));
+  const data = path.join(dir, 'data');
+  if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
+  const port = await freePort();
+  asPostgres(pgBin('initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync']);
+  // Tests: no fsync (a killed node, not a killed machine, is what they test). Benchmarks keep the defaults.
+  const settings = [`-p ${port}`, `-k ${dir}`, `-c listen_addresses=127.0.0.1`, ...(opts.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'])];
+  asPostgres(pgBin('pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), '-o', settings.join(' '), '-w', '-t', '60', 'start']);
+  const url = (db: string) => `postgresql://postgres@127.0.0.1:${port}/${db}`;
+  let stopped = false;
+  return {
+    url,
+    async createDatabase(db, template) {
+      const c = new pg.Client({ connectionString: url('postgres') });
+      await c.connect();
+      try {
+        await c.query(`CREATE DATABASE "${db}"${template ? ` TEMPLATE "${template}"` : ''}`);
+      } finally {
+        await c.end();
+      }
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        asPostgres(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}

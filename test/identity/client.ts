@@ -1,0 +1,106 @@
+/**
+ * HTTP from a chosen client address: every 127.0.0.0/8 address reaches a node listening on 127.0.0.1, so
+ * one machine can play a real user (127.0.0.1) and an attacker with many addresses (127.0.1.x) at once.
+ */
+import http from 'node:http';
+
+export interface Reply {
+  status: number;
+  json: any;
+  text: string;
+}
+
+export class Client {
+  private readonly agent: http.Agent;
+
+  constructor(
+    private readonly base: string,
+    readonly address = '127.0.0.1',
+    sockets = 8,
+  ) {
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
+  }
+
+  request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+    const url = new URL(path, this.base);
+    const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          method,
+          agent: this.agent,
+          localAddress: this.address,
+          headers: { ...(data !== undefined ? { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(data) } : {}), ...headers },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let json: any;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, json, text });
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(data);
+    });
+  }
+
+  get(path: string, headers?: Record<string, string>) {
+    return this.request('GET', path, undefined, headers);
+  }
+
+  post(path: string, body: unknown, headers?: Record<string, string>) {
+    return this.request('POST', path, body, headers);
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** Run `fn` over `items` with at most `width` at a time; results in order. */
+export async function pool<T, R>(items: readonly T[], width: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i], i);
+      }
+    }),
+  );
+  return out;
+}
+
+/**
+ * `count` attacker addresses 127.1.1.1, 127.1.2.1, ... (never 127.0.x.x, where tests put their real users);
+ * `from` skips that many, so tests sharing a node use addresses of their own.
+ */
+export const attackerAddresses = (count: number, from = 0) =>
+  Array.from({ length: count }, (_, k) => {
+    const i = k + from;
+    return `127.${1 + Math.floor(i / 250)}.${(i % 250) + 1}.1`;
+  });
+
+/** Poll `check` until it returns a truthy value or `ms` pass (then throw with `what`). */
+export async function eventually<T>(check: () => T | Promise<T>, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

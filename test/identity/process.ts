@@ -1,0 +1,140 @@
+/**
+ * The real node process for attack tests: `node --import tsx core/cli/node.ts` as a child, configured by a
+ * YAML file in a temp folder (CORENODE_CONFIG), so memory figures are the node's own (no tsx launcher
+ * between). Only the identity and core plugins run; ports come from 24000-24999.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT } from '../../core/config.ts';
+import { Client, eventually } from './client.ts';
+
+export interface NodeProcess {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  dataDir: string;
+  /** Resident memory now, in MB (VmRSS). */
+  rssMb(): number;
+  /** The highest resident memory since the process started, in MB (VmHWM). */
+  peakRssMb(): number;
+  /** Bytes of every file under the data folder. */
+  diskBytes(): number;
+  stop(): Promise<void>;
+}
+
+let nextPort = 24100 + Math.floor(Math.random() * 400);
+
+/** A free port of the range given to the identity tests (24000-24999). */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = nextPort++;
+    if (nextPort > 24999) nextPort = 24100;
+    const free = await new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port in 24100-24999');
+}
+
+export function tempFolder(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'identity-'));
+}
+
+const status = (pid: number, key: string) => {
+  const line = fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(key + ':'));
+  return line ? Number(line.split(/\s+/)[1]) / 1024 : NaN;
+};
+
+function du(dir: string): number {
+  let n = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    n += e.isDirectory() ? du(p) : fs.statSync(p).size;
+  }
+  return n;
+}
+
+export interface SpawnOptions {
+  dataDir?: string;
+  identity?: Record<string, unknown>;
+  operator?: string;
+}
+
+/** Start the node and wait until it answers (not just listens: it answers 503 while plugins set up). */
+export async function spawnNode(opts: SpawnOptions = {}): Promise<NodeProcess & { startMs: number }> {
+  const port = await freePort();
+  const dataDir = opts.dataDir ?? tempFolder();
+  const configFile = path.join(dataDir, '..', `${path.basename(dataDir)}.yaml`);
+  const yaml = [
+    `api: { port: ${port}, host: 127.0.0.1 }`,
+    `dataDir: ${JSON.stringify(dataDir)}`,
+    `initial: { legacyid: ${JSON.stringify(opts.operator ?? '')} }`,
+    'plugins: { daemon: false, benchmark: false, explorer: false }',
+    'log: { level: warn }',
+    'watch: false',
+    `identity: ${JSON.stringify(opts.identity ?? {})}`,
+  ].join('\n');
+  fs.writeFileSync(configFile, yaml + '\n');
+  const t0 = performance.now();
+  const env: NodeJS.ProcessEnv = { ...process.env, CORENODE_CONFIG: configFile };
+  delete env.CORENODE_PORT;
+  delete env.CORENODE_DATA_DIR;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output = (output + d).slice(-4000)));
+  child.stderr!.on('data', (d) => (output = (output + d).slice(-4000)));
+  const url = `http://127.0.0.1:${port}`;
+  const probe = new Client(url);
+  const stop = async () => {
+    probe.close();
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the node exited (${child.exitCode}): ${output}`);
+        const r = await probe.get('/core/version').catch(() => null);
+        return r?.json?.status === 'success';
+      },
+      `the node on port ${port} to answer`,
+      60_000,
+    );
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const startMs = performance.now() - t0;
+  const pid = child.pid!;
+  return {
+    child,
+    url,
+    port,
+    dataDir,
+    startMs,
+    rssMb: () => status(pid, 'VmRSS'),
+    peakRssMb: () => status(pid, 'VmHWM'),
+    diskBytes: () => du(dataDir),
+    stop,
+  };
+}
+
+/** Figures the attack tests measure, printed at the end of the run for the closing note. */
+export const figures: string[] = [];
+export function figure(line: string): void {
+  figures.push(line);
+}
