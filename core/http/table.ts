@@ -6,7 +6,6 @@ import type { Context } from 'koa';
 import { compileChain, type BoundRoute, type ChainServices, type InFlight } from './chain.ts';
 import type { Manifest } from '../manifest/parse.ts';
 import { RouteMatcher } from './router.ts';
-import { answerHead } from './head.ts';
 
 /** `active` counts requests being served on this table; a replaced table's plugins are disposed once it drains. */
 export interface RouteTable extends InFlight {
@@ -34,7 +33,7 @@ export function drained(table: RouteTable, maxMs: number): Promise<void> {
 }
 
 export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: ChainServices): RouteTable {
-  const http = new RouteMatcher<{ r: BoundRoute; serve: (ctx: Context) => Promise<void> }>();
+  const http = new RouteMatcher<(ctx: Context) => Promise<void>>();
   const ws = new RouteMatcher<BoundRoute>();
   const table: RouteTable = { manifests, routes, middleware: () => undefined, ws, active: 0 };
   const seen = new Map<string, string>();
@@ -47,18 +46,15 @@ export function buildTable(manifests: Manifest[], routes: BoundRoute[], svc: Cha
       const other = seen.get(key);
       if (other) throw new Error(`${r.spec.source}: ${verb} ${p} of ${r.spec.id} is already served by ${other}`);
       seen.set(key, r.spec.id);
-      if (serve) http.add(verb, p, { r, serve });
+      if (serve) http.add(verb, p, serve);
       else ws.add('WS', p, r);
     }
   }
   table.middleware = (ctx, fallback) => {
-    const head = ctx.method === 'HEAD';
-    const found = http.find(head ? 'GET' : ctx.method, ctx.path);
+    const found = http.find(ctx.method === 'HEAD' ? 'GET' : ctx.method, ctx.path);
     if (!found) return fallback(ctx);
-    // HEAD answers headers only and never runs a handler (head.ts), so it changes no state.
-    if (head) return answerHead(ctx, found.value.r, svc);
     ctx.params = found.params;
-    return found.value.serve(ctx);
+    return found.value(ctx);
   };
   return table;
 }
