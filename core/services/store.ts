@@ -45,9 +45,10 @@ export class Stores {
       // No `autoload`: nedb-promises loads on first use anyway (autoload loaded every file twice), and a
       // load that failed (EMFILE) is retried by the next operation instead of failing the store for good.
       ds = NeDB.create(this.dir ? { filename: path.join(this.dir, owner, `${collection}.db`) } : { inMemoryOnly: true });
-      const store = ds as unknown as { __loaded: Promise<void> | null };
+      const store = ds;
       ds.on('loadError', (_ds: unknown, err: Error) => {
-        store.__loaded = null;
+        // nedb-promises keeps its first load promise for good; its proxy refuses plain assignment.
+        Object.defineProperty(store, '__loaded', { value: null });
         this.log?.warn({ err: err.message, collection: key }, 'store not loaded; the next operation retries');
       });
       ds.load().catch(() => undefined);
