@@ -32,7 +32,7 @@ export interface NodeProcess {
 export interface SpawnOptions {
   /** YAML text merged into the config (after port, dataDir, log). */
   extraYaml?: string;
-  /** Descriptor limit (soft and hard) of the child, through prlimit. */
+  /** Descriptor limit (soft and hard) of the child. */
   nofile?: number;
 }
 
@@ -57,7 +57,10 @@ export async function spawnNode(opts: SpawnOptions = {}): Promise<NodeProcess> {
   const config = path.join(dir, 'node.yaml');
   fs.writeFileSync(config, `api: { port: ${port}, host: 127.0.0.1 }\ndataDir: ${dataDir}\nlog: { level: warn }\nwatch: false\n${opts.extraYaml ?? ''}`);
   const argv = ['--import', 'tsx', 'core/cli/node.ts'];
-  const [cmd, args] = opts.nofile ? ['prlimit', [`--nofile=${opts.nofile}:${opts.nofile}`, process.execPath, ...argv]] : [process.execPath, argv];
+  // bash's ulimit, then exec: the node keeps bash's pid and the limit (soft and hard), no extra package.
+  const [cmd, args] = opts.nofile
+    ? ['bash', ['-c', `ulimit -n ${opts.nofile} && exec "$0" "$@"`, process.execPath, ...argv]]
+    : [process.execPath, argv];
   const child = spawn(cmd, args as string[], { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: config }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (b: Buffer) => {
