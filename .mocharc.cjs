@@ -3,6 +3,8 @@
 // would run everything; `npm test` passes the full set (scripts/test.sh).
 module.exports = {
   import: ['tsx'],
+  // Root hook plugin: stops the apps tests' dockerd and registry after the run (started only when a test needs them).
+  require: ['./test/support/docker.ts'],
   extension: ['ts'],
   reporter: './test/support/reporter.cjs',
   timeout: 30000,

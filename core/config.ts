@@ -23,13 +23,20 @@ export interface ListenerConfig {
   requestTimeoutMs: number;
   /** How long the headers may take to arrive. */
   headersTimeoutMs: number;
-  /** Open connections at most; 0: the soft descriptor limit less a reserve (core/http/connections.ts). */
+  /** An idle kept-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /**
+   * Open connections at most (at the cap a new one closes the longest-idle one); 0: the soft descriptor
+   * limit less a reserve (core/http/connections.ts).
+   */
   maxConnections: number;
   /** A request body that receives nothing for this long closes its connection. */
   bodyIdleTimeoutMs: number;
   /** Bytes of request bodies held at once, in all and per caller address. */
   bodyMemoryBytes: number;
   bodyMemoryPerAddressBytes: number;
+  /** Answer cross-origin (browser) calls; the deployment trigger turns it off. */
+  cors: boolean;
   /** Origins browsers may call from with `legacyidauth`: exact origins, or `ui` (this node's own UI). */
   corsOrigins: string[];
 }
@@ -73,7 +80,9 @@ const schema = {
         },
         requestTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 300_000 },
         headersTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 60_000 },
+        keepAliveTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 65_000 },
         maxConnections: { type: 'integer', minimum: 0, default: 0 },
+        cors: { type: 'boolean', default: true },
         bodyIdleTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 10_000 },
         bodyMemoryBytes: { type: 'integer', minimum: 65536, default: 64 * 1024 * 1024 },
         bodyMemoryPerAddressBytes: { type: 'integer', minimum: 65536, default: 16 * 1024 * 1024 },

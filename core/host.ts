@@ -104,7 +104,7 @@ export class Host {
     // started with, even if a reload swaps it meanwhile; the table counts its requests, so plugins a swap
     // retires are disposed only after they are answered), else 404.
     this.app.use((ctx) => {
-      if (ctx.req.headers.origin && cors(ctx, corsPolicy)) return;
+      if (ctx.req.headers.origin && this.config.api.cors && cors(ctx, corsPolicy)) return;
       if (!this.ready) {
         ctx.status = 503;
         ctx.set('Retry-After', '1');
@@ -159,11 +159,16 @@ export class Host {
     // With a listener, Node no longer answers `Expect: 100-continue` itself: the chain sends 100 only when
     // it is about to read the body, so a body over the limit is refused (413) before it is sent at all.
     this.server.on('checkContinue', (req, res) => handler(req, res));
+    // Caps connections (api.maxConnections, else below the descriptor limit) and sets server.maxConnections.
     this.connections.attach(this.server);
-    this.server.keepAliveTimeout = 65_000;
     // A request (headers and body) must arrive within these; slow senders are cut (config api.*TimeoutMs).
     this.server.requestTimeout = this.config.api.requestTimeoutMs;
     this.server.headersTimeout = Math.min(this.config.api.headersTimeoutMs, this.config.api.requestTimeoutMs);
+    // Node checks these timeouts only every connectionsCheckingInterval (30 s by default, which cut slow
+    // senders at about twice the setting): check 10 times per timeout. Read when the server starts listening.
+    (this.server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(this.config.api.requestTimeoutMs / 10)));
+    this.server.keepAliveTimeout = this.config.api.keepAliveTimeoutMs;
+    this.server.maxHeadersCount = 200;
     this.server.on('upgrade', (req, socket, head) =>
       void handleUpgrade(
         { table: () => this.table, ready: () => this.ready, svc: this.chainServices, auth: this.auth, wss: this.wss, log: this.log },

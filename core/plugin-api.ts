@@ -50,6 +50,13 @@ export interface HandlerInput<B = any> {
   body: B;
   /** The exact bytes received, for routes whose parser is raw-json or raw (signatures are over these). */
   rawBody?: Buffer;
+  /**
+   * Routes whose parser is `deferred`: reads the raw body under the route's limit (413 above it). The body
+   * is not read before the handler runs, so a handler can refuse a caller from its headers without
+   * taking its bytes (rate limits, missing signatures, upload caps). `into`: a buffer to read into (the
+   * answer is a view of it) when the body fits, so a handler can reuse a few buffers for large bodies.
+   */
+  readBody?: (into?: Buffer) => Promise<Buffer>;
   /** Uploaded files of a multipart body. */
   files?: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;
@@ -256,6 +263,19 @@ export function createServiceRef<T>(id: string): ServiceRef<T> {
   return Object.freeze({ id });
 }
 
+/** A dep the plugin works without: it receives `() => T | undefined`, looked up at each call. */
+export interface OptionalRef<T> extends ServiceRef<T> {
+  readonly optional: true;
+}
+
+/**
+ * `deps: { payments: optional(explorerPayments) }`: the plugin is set up whether or not a running plugin
+ * provides it, and asks for it when it needs it (a provider disabled later is then simply absent).
+ */
+export function optional<T>(ref: ServiceRef<T>): OptionalRef<T> {
+  return Object.freeze({ id: ref.id, optional: true as const });
+}
+
 /** The host's services, by the name a plugin's `deps` uses. */
 export const coreServices = {
   log: createServiceRef<Log>('core.log'),
@@ -269,7 +289,7 @@ export const coreServices = {
   gates: createServiceRef<Gates>('core.gates'),
 } as const;
 
-type Resolved<D> = { [K in keyof D]: D[K] extends ServiceRef<infer T> ? T : never };
+type Resolved<D> = { [K in keyof D]: D[K] extends OptionalRef<infer T> ? () => T | undefined : D[K] extends ServiceRef<infer T> ? T : never };
 
 /** What `setup` receives: the plugin's id and config section, and exactly the services it named. */
 export type PluginContext<C, D> = { readonly id: string; readonly config: C } & Resolved<D>;

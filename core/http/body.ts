@@ -20,10 +20,26 @@ export function declaredTooLarge(req: IncomingMessage, limit: number): boolean {
   return len !== undefined && Number(len) > limit;
 }
 
-export function readRaw(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * `into`: a buffer the caller reuses for every body it reads (a few large buffers kept, instead of a new
+ * one per request that the garbage collector frees late); the answer is then a view of it.
+ */
+export function readRaw(req: IncomingMessage, limit: number, into?: Buffer): Promise<Buffer> {
+  // A declared length is read straight into one buffer: holding the chunks and then their concatenation
+  // doubled the memory of a large body (24 MB uploads held 48 MB each).
+  const declared = Number(req.headers['content-length']);
+  if (Number.isInteger(declared) && declared <= limit && into && declared <= into.length) return readDeclared(req, declared, into);
+  const ticket = ticketOf(req);
+  if (Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit) {
+    // The whole declared length is allocated at once: it counts against the body budget at once.
+    if (ticket && !ticket.charge(declared)) {
+      ticket.refuse();
+      return Promise.reject(busy());
+    }
+    return readDeclared(req, declared);
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const ticket = ticketOf(req);
     let size = 0;
     const cleanup = () => {
       req.off('data', onData);
@@ -49,6 +65,32 @@ export function readRaw(req: IncomingMessage, limit: number): Promise<Buffer> {
       chunks.push(chunk);
     };
     const onEnd = () => (cleanup(), resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    const onError = (e: Error) => (cleanup(), reject(new ApiError(400, 'BadRequest', `The request body could not be read: ${e.message}`)));
+    const onAborted = () => (cleanup(), reject(new ApiError(400, 'BadRequest', 'The client aborted the request body')));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}
+
+function readDeclared(req: IncomingMessage, length: number, into?: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const buf = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    const onData = (chunk: Buffer) => {
+      // Node's parser stops at Content-Length; more here would be a parser bug, never trusted.
+      const n = Math.min(chunk.length, length - size);
+      chunk.copy(buf, size, 0, n);
+      size += n;
+    };
+    const onEnd = () => (cleanup(), resolve(size === length ? buf : buf.subarray(0, size)));
     const onError = (e: Error) => (cleanup(), reject(new ApiError(400, 'BadRequest', `The request body could not be read: ${e.message}`)));
     const onAborted = () => (cleanup(), reject(new ApiError(400, 'BadRequest', 'The client aborted the request body')));
     req.on('data', onData);

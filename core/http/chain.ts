@@ -159,7 +159,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
 
       let body: unknown;
       let rawBody: Buffer | undefined;
-      if (parser !== 'none') {
+      if (parser !== 'none' && parser !== 'deferred') {
         if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
         // `Expect: 100-continue`: the client waits for this before sending; refusals above never send it.
         if (ctx.req.headers.expect === '100-continue' && !ctx.res.headersSent) ctx.res.writeContinue();
@@ -206,6 +206,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       }
 
       const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller);
+      if (parser === 'deferred') input.readBody = (into?: Buffer) => readDeferred(ctx, limit, into);
 
       svc.onHandler?.(spec.id, caller);
       const handler = r.handler!;
@@ -248,6 +249,13 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       if (--inFlight.active === 0) inFlight.onIdle?.();
     }
   };
+}
+
+/** The body of a `deferred` route, read when its handler asks (413 over the limit, as for the other parsers). */
+async function readDeferred(ctx: Context, limit: number, into?: Buffer): Promise<Buffer> {
+  if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
+  if (ctx.req.headers.expect === '100-continue' && !ctx.res.headersSent) ctx.res.writeContinue();
+  return readRaw(ctx.req, limit, into);
 }
 
 /** One string per key (the first when repeated); keys like `a[$ne]` stay plain strings, never objects. */

@@ -11,6 +11,7 @@ const NOOP = () => {};
 export class RequestInput implements HandlerInput {
   readonly headers: Record<string, string | string[] | undefined>;
   checkpoint: () => void = NOOP;
+  readBody?: (into?: Buffer) => Promise<Buffer>;
   #ctx: Context;
   #signal?: AbortSignal;
 

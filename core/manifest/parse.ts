@@ -13,7 +13,7 @@ const SCHEMA_FILE = new URL('../../manifests/manifest.schema.json', import.meta.
 const validateManifest = createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
 
 export type Method = 'GET' | 'POST' | 'DELETE' | 'WS' | 'SSE';
-export type Parser = 'none' | 'raw' | 'raw-json' | 'json' | 'text' | 'multipart';
+export type Parser = 'none' | 'raw' | 'raw-json' | 'json' | 'text' | 'multipart' | 'deferred';
 
 export interface RouteSpec {
   id: string;

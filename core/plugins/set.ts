@@ -197,8 +197,9 @@ export class PluginSet {
   /** Exactly what the plugin declared: its id, its config section, and each dep under the name it chose. */
   private contextFor(def: PluginDefinition): Record<string, unknown> {
     const ctx: Record<string, unknown> = { id: def.id, config: this.opts.config(def) };
-    for (const [name, ref] of Object.entries((def.deps ?? {}) as Record<string, ServiceRef<unknown>>)) {
-      ctx[name] = isCoreRef(ref) ? this.opts.coreService(def, ref) : this.provided.get(ref.id)!.impl;
+    for (const [name, ref] of Object.entries((def.deps ?? {}) as Record<string, ServiceRef<unknown> & { optional?: true }>)) {
+      if (ref.optional) ctx[name] = () => this.provided.get(ref.id)?.impl;
+      else ctx[name] = isCoreRef(ref) ? this.opts.coreService(def, ref) : this.provided.get(ref.id)!.impl;
     }
     return ctx;
   }
@@ -208,8 +209,8 @@ const isCoreRef = (ref: ServiceRef<unknown>) => ref.id.startsWith('core.');
 
 /** The ids of other plugins' services a definition depends on (it is set up after their providers). */
 export function pluginDeps(def: PluginDefinition): string[] {
-  return Object.values((def.deps ?? {}) as Record<string, ServiceRef<unknown>>)
-    .filter((ref) => !isCoreRef(ref))
+  return Object.values((def.deps ?? {}) as Record<string, ServiceRef<unknown> & { optional?: true }>)
+    .filter((ref) => !isCoreRef(ref) && !ref.optional)
     .map((ref) => ref.id);
 }
 

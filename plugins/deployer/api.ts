@@ -15,6 +15,7 @@ import type { RateLimiter } from './ratelimit.ts';
 import { verify } from './signature.ts';
 import type { StateStore } from './state.ts';
 import type { Supervisor } from './supervisor.ts';
+import type { UploadGate } from './uploads.ts';
 
 interface Parts {
   cfg: DeployerConfig;
@@ -25,12 +26,17 @@ interface Parts {
   queue: DeployQueue;
   supervisor: Supervisor;
   limiter: RateLimiter;
+  uploads: UploadGate;
 }
 
 const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
-const short = (c: string | null | undefined) => (c ? c.slice(0, 7) : null);
+/** Commit fields are strings in every state (spec): '' while the commit is not known yet. */
+const short = (c: string | null | undefined) => (c ? c.slice(0, 7) : '');
+const full = (c: string | null | undefined) => c ?? '';
 const digest = (s: string) => crypto.createHash('sha256').update(s).digest();
 
+/** Refused before the body was read: close the connection rather than let node drain the unread body. */
+const UNREAD = { Connection: 'close' };
 const error = (status: number, message: string, headers?: Record<string, string>) => reply(status, { status: 'error', message }, headers);
 const ack = (message: string, delivery_id: string) => reply(200, { status: 'success', message, delivery_id });
 
@@ -39,37 +45,67 @@ export function handlers(p: Parts) {
 
   const queueView = () => ({
     pending: queue.pending
-      ? { commit: short(queue.pending.commit), commit_full: queue.pending.commit, ...(queue.pending.tag ? { tag: queue.pending.tag } : {}), delivery_id: queue.pending.deliveryId, received_at: new Date(queue.pending.receivedAt).toISOString() }
+      ? { commit: short(queue.pending.commit), commit_full: full(queue.pending.commit), ...(queue.pending.tag ? { tag: queue.pending.tag } : {}), delivery_id: queue.pending.deliveryId, received_at: new Date(queue.pending.receivedAt).toISOString() }
       : null,
     debouncing: queue.debouncing,
   });
 
+  /**
+   * Deliveries refused by the rate limit are not lost: the branch head deploys once the burst is over (a
+   * head request in the single pending slot, debounced; it deploys nothing when the head is live already).
+   * So after any burst of pushes the newest commit is the one that goes live.
+   */
+  const catchUp = (waitSeconds: number) => {
+    if (queue.pending?.tag || queue.pending?.origin === 'catch-up') return;
+    queue.submit({ commit: null, provider: 'catch-up', origin: 'catch-up', deliveryId: `catch-up-${crypto.randomUUID()}`, receivedAt: p.clock.now(), message: `head of ${cfg.branch} after rate-limited deliveries (next window in ${waitSeconds} s)` });
+  };
+
   return {
-    async webhook({ ip, headers, rawBody }: HandlerInput) {
-      const wait = p.limiter.take(ip);
+    async webhook({ ip, headers, readBody }: HandlerInput) {
+      // Everything that can be refused from the headers is refused before a byte of the body is read.
+      const signed = ['x-hub-signature-256', 'x-hub-signature', 'x-gitlab-token', 'x-lab-token'].some((h) => headers[h] !== undefined);
+      if (cfg.signatureVerify && !signed) {
+        log.warn({ ip, reason: 'no signature header' }, 'Webhook signature verification failed');
+        return error(401, 'Webhook signature verification failed: no X-Hub-Signature-256, X-Hub-Signature or X-Gitlab-Token header', UNREAD);
+      }
+      // With verification on, only authentic deliveries spend the budget (counted below), so forged ones
+      // cannot lock the git host out; with it off, every request counts.
+      const wait = cfg.signatureVerify ? p.limiter.full(ip) : p.limiter.take(ip);
       if (wait) {
         log.warn({ ip }, 'webhook rate limit exceeded');
-        return error(429, `Too Many Requests: over ${cfg.rateLimitPerMinute} webhook requests a minute from this address; retry in ${wait} s`, { 'Retry-After': String(wait) });
+        catchUp(wait);
+        return error(429, `Too Many Requests: over ${cfg.rateLimitPerMinute} webhook requests a minute from this address; retry in ${wait} s (the branch head deploys once the burst is over)`, { 'Retry-After': String(wait), ...UNREAD });
       }
-      const raw = rawBody ?? Buffer.alloc(0);
-      const named = providerFromHeaders(headers);
-      const hostDelivery = deliveryIdOf(headers);
-      log.info({ ip, provider: named?.provider, event: named?.event, delivery: hostDelivery, bytes: raw.length }, 'Webhook received');
-
-      if (cfg.signatureVerify) {
-        const v = verify(cfg.webhookSecret, named?.provider ?? null, headers, raw);
-        if (!v.ok) {
-          log.warn({ ip, reason: v.reason }, 'Webhook signature verification failed');
-          return error(401, `Webhook signature verification failed: ${v.reason}`);
-        }
+      const slot = await p.uploads.acquire(cfg.webhookTimeoutMs);
+      if (!slot) {
+        log.warn({ ip, reading: p.uploads.active }, 'webhook refused: too many bodies being read');
+        return error(503, `Service Unavailable: ${p.uploads.active} webhook bodies are being read; retry shortly`, { 'Retry-After': '5', ...UNREAD });
       }
-
+      // The slot (and its buffer, which `raw` views) is held until the body has been verified and parsed.
       let body: Record<string, any>;
+      let named: ReturnType<typeof providerFromHeaders>;
+      let hostDelivery: string | undefined;
       try {
-        body = parsePayload(raw, first(headers['content-type']));
-      } catch (e) {
-        if (e instanceof InvalidPayload) return error(400, `Invalid payload: ${e.message}`);
-        throw e;
+        const raw = readBody ? await readBody(slot.buffer) : Buffer.alloc(0);
+        named = providerFromHeaders(headers);
+        hostDelivery = deliveryIdOf(headers);
+        log.info({ ip, provider: named?.provider, event: named?.event, delivery: hostDelivery, bytes: raw.length }, 'Webhook received');
+        if (cfg.signatureVerify) {
+          const v = verify(cfg.webhookSecret, named?.provider ?? null, headers, raw);
+          if (!v.ok) {
+            log.warn({ ip, reason: v.reason }, 'Webhook signature verification failed');
+            return error(401, `Webhook signature verification failed: ${v.reason}`);
+          }
+          p.limiter.count(ip);
+        }
+        try {
+          body = parsePayload(raw, first(headers['content-type']));
+        } catch (e) {
+          if (e instanceof InvalidPayload) return error(400, `Invalid payload: ${e.message}`);
+          throw e;
+        }
+      } finally {
+        slot.release();
       }
       const who = named ?? providerFromShape(body);
       if (!who) return error(400, 'Invalid payload: not a push, release or ping of a known git host (no ref, object_kind or push.changes)');
@@ -99,6 +135,7 @@ export function handlers(p: Parts) {
         pusher: decision.pusher,
         forceInstall: decision.forceInstall,
         provider: who.provider,
+        origin: 'webhook',
         deliveryId,
         receivedAt: p.clock.now(),
       });
@@ -117,29 +154,32 @@ export function handlers(p: Parts) {
           status: 'deploying',
           stage: a.stage,
           commit: short(a.commit),
-          commit_full: a.commit,
+          commit_full: full(a.commit),
           rollback_commit: short(a.rollbackCommit),
           started_at: Math.floor(a.startedAt / 1000),
           duration_seconds: Math.floor(elapsed),
           timeout_seconds: timeout,
           progress_percent: Math.min(100, Math.floor((elapsed / timeout) * 100)),
+          // Monitoring scripts of the reference read these; the release being made, its stage and time.
+          building_release: { stage: a.stage, elapsed_seconds: Math.floor(elapsed), commit: short(a.commit), commit_full: full(a.commit), release_id: store.state.in_progress?.dir?.split('/').pop() ?? '' },
           queue: queueView(),
         });
       }
       const last = s.history[0];
       return reply(200, {
         status: 'idle',
-        current_release: s.current,
+        current_release: s.current ?? '',
+        // Before the first deployment: the same object with empty values and build_status 'none'.
         last_deployment: last
           ? {
               commit: short(last.commit),
-              commit_full: last.commit,
+              commit_full: full(last.commit),
               updated_at: last.finished_at,
               build_duration_seconds: last.duration_seconds,
               build_status: last.status,
-              ...(last.release_id ? { release_id: last.release_id } : { reason: last.reason }),
+              ...(last.release_id ? { release_id: last.release_id } : { reason: last.reason ?? '', log: `${last.log_file.replace(/\.log$/, '')}` }),
             }
-          : null,
+          : { commit: '', commit_full: '', updated_at: '', build_duration_seconds: 0, build_status: 'none' },
         releases: s.releases.map((r) => ({ id: r.id, commit: r.commit, commit_message: r.commit_message, build_duration_seconds: r.build_duration_seconds, deployed_at: r.deployed_at })),
         ...(s.last_failed ? { last_failed_deployment: s.last_failed, failed_commits_count: s.failed_count } : {}),
         queue: queueView(),

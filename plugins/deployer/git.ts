@@ -13,20 +13,70 @@ export const TAG = /^(?!-)(?!.*\.\.)[A-Za-z0-9._\/+-]{1,200}$/;
 
 export class GitError extends Error {}
 
+/**
+ * Credentials for a private repository over HTTP(S): GIT_USERNAME / GIT_TOKEN, or a user and password
+ * written into GIT_REPO_URL. They reach git as an `http.extraHeader` through GIT_CONFIG_* env variables,
+ * never in an argument (argv is world-readable in /proc) or a URL git could print; `redact` scrubs them
+ * (and any `scheme://user:pass@` form) from every text that reaches a log or an answer.
+ */
+export class GitAuth {
+  /** GIT_REPO_URL without its user and password. */
+  readonly url: string;
+  private readonly header: string | null;
+  private readonly secrets: string[];
+
+  constructor(repoUrl: string, username = '', token = '') {
+    let url = repoUrl;
+    let user = username;
+    let pass = token;
+    if (/^https?:\/\//i.test(repoUrl)) {
+      try {
+        const u = new URL(repoUrl);
+        if (u.username || u.password) {
+          user ||= decodeURIComponent(u.username);
+          pass ||= decodeURIComponent(u.password);
+          u.username = '';
+          u.password = '';
+          url = u.toString();
+        }
+      } catch {
+        /* not a URL git would take either; git says so at fetch */
+      }
+    } else pass = ''; // a path or ssh URL: no HTTP header to send
+    this.url = url;
+    const basic = pass ? Buffer.from(`${user || 'x-access-token'}:${pass}`).toString('base64') : null;
+    this.header = basic ? `Authorization: Basic ${basic}` : null;
+    this.secrets = [token, pass, basic ?? ''].filter((x) => x && x.length >= 4);
+  }
+
+  /** Env for git: the credentials as a config header (not inherited by anything but this git call). */
+  env(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+    if (!this.header) return base;
+    return { ...base, GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: this.header };
+  }
+
+  redact = (text: string): string => {
+    let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]*:[^\s/@]*@/gi, '$1***@');
+    for (const s of this.secrets) out = out.split(s).join('***');
+    return out;
+  };
+}
+
 export interface GitRun {
   log?: Writable;
   signal?: AbortSignal;
   env: NodeJS.ProcessEnv;
 }
 
-function git(args: string[], opts: GitRun & { cwd?: string }): Promise<string> {
+function git(args: string[], opts: GitRun & { cwd?: string; redact?: (s: string) => string }): Promise<string> {
+  const redact = opts.redact ?? ((s: string) => s);
   opts.log?.write(`$ git ${args.join(' ')}\n`);
   return new Promise((resolve, reject) => {
     execFile('git', args, { cwd: opts.cwd, env: opts.env, signal: opts.signal, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (stderr) opts.log?.write(stderr);
       if (err) {
         if (opts.signal?.aborted) return reject(opts.signal.reason);
-        return reject(new GitError(`git ${args[0] === '-C' ? args[2] : args[0]} failed: ${(stderr || err.message).trim().split('\n').pop()}`));
+        return reject(new GitError(redact(`git ${args[0] === '-C' ? args[2] : args[0]} failed: ${(stderr || err.message).trim().split('\n').pop()}`)));
       }
       resolve(stdout.trim());
     });
@@ -34,11 +84,20 @@ function git(args: string[], opts: GitRun & { cwd?: string }): Promise<string> {
 }
 
 export class GitCache {
+  private readonly url: string;
+
   constructor(
     private readonly dir: string,
-    private readonly url: string,
+    private readonly auth: GitAuth,
     private readonly branch: string,
-  ) {}
+  ) {
+    this.url = auth.url;
+  }
+
+  /** The remote calls carry the credentials; local ones do not need them. */
+  private remote(o: GitRun): GitRun & { redact: (s: string) => string } {
+    return { ...o, env: this.auth.env(o.env), redact: this.auth.redact };
+  }
 
   private get remoteRef() {
     return `refs/remotes/origin/${this.branch}`;
@@ -53,14 +112,14 @@ export class GitCache {
   /** Fetch the tracked branch; returns its head commit. */
   async fetchBranch(o: GitRun): Promise<string> {
     await this.ensure(o);
-    await git(['-C', this.dir, 'fetch', '-q', '--prune', '--no-tags', '--', this.url, `+refs/heads/${this.branch}:${this.remoteRef}`], o);
+    await git(['-C', this.dir, 'fetch', '-q', '--prune', '--no-tags', '--', this.url, `+refs/heads/${this.branch}:${this.remoteRef}`], this.remote(o));
     return git(['-C', this.dir, 'rev-parse', '--verify', `${this.remoteRef}^{commit}`], o);
   }
 
   /** The commit a release tag names (fetched from the repository). */
   async resolveTag(tag: string, o: GitRun): Promise<string> {
     if (!TAG.test(tag)) throw new GitError(`tag name ${JSON.stringify(tag)} is not a plain ref name`);
-    await git(['-C', this.dir, 'fetch', '-q', '--no-tags', '--', this.url, `+refs/tags/${tag}:refs/tags/${tag}`], o);
+    await git(['-C', this.dir, 'fetch', '-q', '--no-tags', '--', this.url, `+refs/tags/${tag}:refs/tags/${tag}`], this.remote(o));
     return git(['-C', this.dir, 'rev-parse', '--verify', `refs/tags/${tag}^{commit}`], o);
   }
 
@@ -77,6 +136,24 @@ export class GitCache {
     } catch {
       throw new GitError(`commit ${commit} is not on branch ${this.branch} (force-pushed away?)`);
     }
+  }
+
+  /** Whether `a` is `b` or one of its ancestors (both known locally). */
+  async isAncestor(a: string, b: string, o: GitRun): Promise<boolean> {
+    if (!SHA.test(a) || !SHA.test(b)) return false;
+    return git(['-C', this.dir, 'merge-base', '--is-ancestor', a, b], o).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** Whether a commit is known to the cache (fetched before). */
+  async has(commit: string, o: GitRun): Promise<boolean> {
+    if (!SHA.test(commit)) return false;
+    return git(['-C', this.dir, 'cat-file', '-e', `${commit}^{commit}`], o).then(
+      () => true,
+      () => false,
+    );
   }
 
   async subject(commit: string, o: GitRun): Promise<string> {

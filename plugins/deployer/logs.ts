@@ -5,38 +5,85 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import type { Deployment } from './state.ts';
 
-/** The log of the deployment being made; renamed to its final name at the end. */
+/** A build log keeps at most this much: above it, the oldest output is cut (the tail is what explains a failure). */
+export const MAX_BUILD_LOG_BYTES = 2 * 1024 * 1024;
+
+/**
+ * The log of the deployment being made; renamed to its final name at the end. Writes are synchronous
+ * appends (ordered with the stage lines), passed through `redact` (credentials never reach a log), and
+ * the file is bounded: past MAX_BUILD_LOG_BYTES it is cut to its last half, with a line saying so.
+ */
 export class BuildLog {
   readonly file: string;
-  private readonly out: fs.WriteStream;
+  private fd: number | null;
+  private size = 0;
+  private cut = 0;
+  readonly stream: Writable;
 
   constructor(
     private readonly dir: string,
     attempt: number,
+    private readonly redact: (s: string) => string = (s) => s,
+    private readonly max = MAX_BUILD_LOG_BYTES,
   ) {
     fs.mkdirSync(dir, { recursive: true });
     this.file = `build_${attempt}.log`;
-    this.out = fs.createWriteStream(path.join(dir, this.file), { flags: 'w' });
-    this.out.on('error', () => {});
+    this.fd = fs.openSync(path.join(dir, this.file), 'w+', 0o600);
+    this.stream = new Writable({
+      write: (chunk: Buffer, _enc, cb) => {
+        this.append(chunk.toString('utf8'));
+        cb();
+      },
+    });
   }
 
-  get stream(): fs.WriteStream {
-    return this.out;
+  private append(text: string): void {
+    if (this.fd === null) return;
+    const buf = Buffer.from(this.redact(text));
+    try {
+      // Positioned writes: after a cut the file offset of the descriptor is not the end of the log.
+      fs.writeSync(this.fd, buf, 0, buf.length, this.size);
+    } catch {
+      return; // disk full: the deployment goes on, the log loses lines
+    }
+    this.size += buf.length;
+    if (this.size > this.max) this.compact();
+  }
+
+  /** Keep the last half of the cap, behind a line that says how much was cut. */
+  private compact(): void {
+    const fd = this.fd!;
+    const keep = Math.floor(this.max / 2);
+    const tail = Buffer.alloc(keep);
+    fs.readSync(fd, tail, 0, keep, this.size - keep);
+    // Start at a line boundary so the kept part has no torn first line.
+    const nl = tail.indexOf(10);
+    const body = nl >= 0 && nl < keep - 1 ? tail.subarray(nl + 1) : tail;
+    this.cut += this.size - body.length;
+    const mark = Buffer.from(`[... ${this.cut} bytes of earlier output cut: build logs keep their last ${Math.round(keep / 1024)} KiB ...]\n`);
+    fs.ftruncateSync(fd, 0);
+    fs.writeSync(fd, mark, 0, mark.length, 0);
+    fs.writeSync(fd, body, 0, body.length, mark.length);
+    this.size = mark.length + body.length;
   }
 
   line(text: string): void {
-    this.out.write(`[${new Date().toISOString()}] ${text}\n`);
+    this.append(`[${new Date().toISOString()}] ${text}\n`);
   }
 
   section(title: string): void {
-    this.out.write(`\n=== ${title} ===\n`);
+    this.append(`\n=== ${title} ===\n`);
   }
 
   /** Close and move to `name` (replacing an older log of that name); returns the name. */
   async finish(name: string): Promise<string> {
-    await new Promise<void>((r) => this.out.end(() => r()));
+    if (this.fd !== null) {
+      fs.closeSync(this.fd);
+      this.fd = null;
+    }
     fs.renameSync(path.join(this.dir, this.file), path.join(this.dir, name));
     return name;
   }
@@ -44,7 +91,8 @@ export class BuildLog {
 
 /**
  * Identifier forms: `1` / `001` (sequence), `001-<sha>` (release id), `<sha>` full or 7+ characters
- * (a release, else a failed build), `<sha>-FAILED`. History is newest first, so the newest match wins.
+ * (a release, else a failed build), `<sha>-FAILED`, `attempt-<n>` (any attempt, also one that failed
+ * before its commit was known). History is newest first, so the newest match wins.
  */
 export function findDeployment(history: Deployment[], identifier: string): Deployment | undefined {
   const ok = history.filter((d) => d.status === 'success');
@@ -57,6 +105,8 @@ export function findDeployment(history: Deployment[], identifier: string): Deplo
     return ok.find((d) => d.seq === seq && d.commit?.startsWith(m![2].toLowerCase()));
   }
   if ((m = /^([0-9a-f]{7,64})-FAILED$/i.exec(identifier))) return byCommit(failed, m[1]);
+  // A deployment that failed before its commit was known (git fetch refused): `attempt-<n>[-FAILED]`.
+  if ((m = /^attempt-(\d{1,9})(?:-FAILED)?$/i.exec(identifier))) return history.find((d) => d.attempt === Number(m![1]));
   if (/^[0-9a-f]{7,64}$/i.test(identifier)) return byCommit(ok, identifier) ?? byCommit(failed, identifier);
   return undefined;
 }
@@ -78,7 +128,7 @@ export function logLines(content: string, tail?: number): string[] {
 
 export function metadata(d: Deployment): Record<string, unknown> {
   return {
-    commit: d.commit,
+    commit: d.commit ?? '',
     project_type: d.project_type ?? null,
     serve_type: d.serve_type ?? null,
     build_duration: d.duration_seconds,
@@ -104,7 +154,7 @@ export function pruneLogs(dir: string, history: Deployment[], keep: string[] = [
     return;
   }
   for (const f of files) {
-    if (!f.endsWith('.log') || f.startsWith('app.log') || named.has(f)) continue;
+    if (!f.endsWith('.log') || f.startsWith('app.log') || f === 'hooks.log' || named.has(f)) continue;
     fs.rmSync(path.join(dir, f), { force: true });
   }
 }

@@ -49,8 +49,15 @@ export function providerFromShape(body: Record<string, any>): { provider: Provid
 
 /** JSON, or a form-encoded body whose `payload` field holds the JSON (GitHub's other content type). */
 export function parsePayload(raw: Buffer, contentType: string | undefined): Record<string, any> {
+  const form = /^application\/x-www-form-urlencoded\b/i.test(contentType ?? '');
+  // Look at the first byte before making a string of the whole body: a large upload that is not a JSON
+  // object (or a form) is refused without another copy of it in memory.
+  let i = 0;
+  while (i < raw.length && (raw[i] === 0x20 || raw[i] === 0x0a || raw[i] === 0x0d || raw[i] === 0x09)) i++;
+  if (i === raw.length) throw new InvalidPayload('the body is empty');
+  if (!form && raw[i] !== 0x7b) throw new InvalidPayload(raw[i] === 0x5b ? 'the body must be a JSON object' : 'the body is not valid JSON');
   let text = raw.toString('utf8');
-  if (/^application\/x-www-form-urlencoded\b/i.test(contentType ?? '')) {
+  if (form) {
     const payload = new URLSearchParams(text).get('payload');
     if (payload === null) throw new InvalidPayload('a form-encoded body must carry the JSON in its payload field');
     text = payload;

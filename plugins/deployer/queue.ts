@@ -1,7 +1,8 @@
 /**
  * The deployment queue (spec: Queue rules): one deployment at a time; a single pending slot that the
  * newest request replaces; a burst within the debounce delay becomes one request (the timer restarts at
- * each arrival); a failed run never blocks the next.
+ * each arrival, but a burst waits at most `maxWaitMs` from its first request: a continuous stream of
+ * pushes still deploys); a failed run never blocks the next.
  */
 export interface DeployRequest {
   commit: string | null;
@@ -15,12 +16,16 @@ export interface DeployRequest {
   receivedAt: number;
   /** Queued again after the service crashed during its deployment (never twice: no crash loop). */
   resumed?: boolean;
+  /** Not from a delivery: the poller, or a catch-up after rate-limited deliveries (deploy the head if newer). */
+  origin?: 'webhook' | 'poll' | 'catch-up';
 }
 
 export class DeployQueue {
   pending: DeployRequest | null = null;
   running: DeployRequest | null = null;
   private timer?: NodeJS.Timeout;
+  /** When the burst being debounced began (its first request). */
+  private burstStart = 0;
   private current: Promise<void> = Promise.resolve();
   private closed = false;
   private waiters: Array<() => void> = [];
@@ -28,6 +33,8 @@ export class DeployQueue {
   constructor(
     private readonly opts: {
       debounceMs: number;
+      /** Longest a debounced burst waits, from its first request (default 6 × debounceMs). */
+      maxWaitMs?: number;
       run: (req: DeployRequest) => Promise<void>;
       /** The pending slot changed (persist it). */
       onPending?: (req: DeployRequest | null) => void;
@@ -44,11 +51,15 @@ export class DeployQueue {
     this.pending = req;
     this.opts.onPending?.(req);
     if (this.opts.debounceMs > 0) {
+      const now = Date.now();
+      if (this.timer === undefined) this.burstStart = now;
       clearTimeout(this.timer);
+      const maxWait = this.opts.maxWaitMs ?? this.opts.debounceMs * 6;
+      const delay = Math.max(0, Math.min(this.opts.debounceMs, this.burstStart + maxWait - now));
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.pump();
-      }, this.opts.debounceMs);
+      }, delay);
     } else this.pump();
   }
 

@@ -1,4 +1,8 @@
-/** Webhook requests per IP in a sliding minute (WEBHOOK_RATE_LIMIT); over it the caller waits (429). */
+/**
+ * Webhook requests per IP in a sliding minute (WEBHOOK_RATE_LIMIT). The check (`full`) and the count
+ * (`count`) are apart: with signature verification on, only authentic deliveries are counted, so forged
+ * ones cannot spend the budget of the real git host; the check still happens before the body is read.
+ */
 const WINDOW_MS = 60_000;
 
 export class RateLimiter {
@@ -6,23 +10,35 @@ export class RateLimiter {
   private sweeps = 0;
 
   constructor(
-    private readonly perMinute: number,
+    readonly perMinute: number,
     private readonly now: () => number,
   ) {}
 
-  /** Count one request; returns 0 when allowed, else the seconds until the caller may try again. */
-  take(ip: string): number {
+  /** 0 when the caller may send another request, else the seconds until it may (nothing is counted). */
+  full(ip: string): number {
     if (this.perMinute <= 0) return 0;
     const t = this.now();
     const list = (this.hits.get(ip) ?? []).filter((h) => h > t - WINDOW_MS);
+    if (list.length) this.hits.set(ip, list);
+    else this.hits.delete(ip);
+    return list.length >= this.perMinute ? Math.max(1, Math.ceil((list[0] + WINDOW_MS - t) / 1000)) : 0;
+  }
+
+  /** Count one request of the caller. */
+  count(ip: string): void {
+    if (this.perMinute <= 0) return;
+    const t = this.now();
     if (++this.sweeps % 1000 === 0) this.sweep(t);
-    if (list.length >= this.perMinute) {
-      this.hits.set(ip, list);
-      return Math.max(1, Math.ceil((list[0] + WINDOW_MS - t) / 1000));
-    }
+    const list = this.hits.get(ip) ?? [];
     list.push(t);
     this.hits.set(ip, list);
-    return 0;
+  }
+
+  /** Check and count: 0 when allowed (and counted), else the seconds to wait. */
+  take(ip: string): number {
+    const wait = this.full(ip);
+    if (!wait) this.count(ip);
+    return wait;
   }
 
   /** Forget callers idle for a whole window, so the map does not grow with every address ever seen. */

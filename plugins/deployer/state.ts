@@ -17,6 +17,8 @@ export interface Release {
   build_duration_seconds: number;
   deployed_at: string;
   dir: string;
+  /** The app's folder (PROJECT_PATH inside `dir`); older states have none (= dir). */
+  app_dir?: string;
   project_type: string;
   serve_type: string;
   run: Command;
@@ -52,6 +54,8 @@ export interface FailedDeployment {
   commit_full: string;
   failed_at: string;
   reason: string;
+  /** The /logs identifier of its build log (`<commit>-FAILED`, or `attempt-<n>-FAILED` before the commit was known). */
+  log?: string;
 }
 
 export interface InProgress {
@@ -62,6 +66,8 @@ export interface InProgress {
   started_at: string;
   /** Deployed again after a crash of the service (unless a newer request waits). */
   request?: DeployRequest;
+  /** Process group of the install / build / hook step running (stopped after a crash). */
+  pgid?: number | null;
 }
 
 export interface State {
@@ -75,14 +81,13 @@ export interface State {
   deliveries: string[];
   pending: DeployRequest | null;
   in_progress: InProgress | null;
-  app_pid: number | null;
 }
 
 const HISTORY = 50;
 const DELIVERIES = 1000;
 
 export function emptyState(): State {
-  return { seq: 0, attempts: 0, current: null, releases: [], history: [], last_failed: null, failed_count: 0, deliveries: [], pending: null, in_progress: null, app_pid: null };
+  return { seq: 0, attempts: 0, current: null, releases: [], history: [], last_failed: null, failed_count: 0, deliveries: [], pending: null, in_progress: null };
 }
 
 /**
@@ -128,8 +133,8 @@ export class StateStore {
     if (s.history.length > HISTORY) s.history.length = HISTORY;
     if (s.deliveries.length > DELIVERIES) s.deliveries.splice(0, s.deliveries.length - DELIVERIES);
     const tmp = `${this.file}.tmp`;
-    await fsp.mkdir(path.dirname(this.file), { recursive: true });
-    const fh = await fsp.open(tmp, 'w');
+    await fsp.mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+    const fh = await fsp.open(tmp, 'w', 0o600);
     try {
       await fh.writeFile(JSON.stringify(s));
       await fh.sync();

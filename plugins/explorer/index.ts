@@ -5,8 +5,10 @@
  */
 import { configSchema, coreServices, definePlugin } from '../../core/plugin-api.ts';
 import { daemonService, type RpcClient } from '../daemon/api.ts';
+import { explorerPayments } from './api.ts';
 import { explorerHandlers } from './handlers.ts';
 import { createStore, describeStore, retireLegacyIndex, storeConfigSchema, type StoreConfig } from './open-store.ts';
+import { paymentsService } from './payments-service.ts';
 import { Scanner } from './scanner.ts';
 
 export interface ExplorerConfig {
@@ -41,6 +43,7 @@ export default definePlugin({
   id: 'explorer',
   version: '1.0.0',
   deps: { daemon: daemonService, node: coreServices.node, log: coreServices.log },
+  provides: { payments: explorerPayments },
   configSchema: configSchema<ExplorerConfig>({
     type: 'object',
     additionalProperties: false,
@@ -78,9 +81,12 @@ export default definePlugin({
       ctx.log.warn({ store: describeStore(cfg.store, dataDir), err: (e as Error).message }, 'explorer: index not open yet; retrying with block processing');
     }
     if (cfg.autoStart) scanner.start();
+    // For the apps plugin: registry payments read from the blocks scanned here.
+    const payments = paymentsService(store);
     const api = explorerHandlers({ rpc, store, scanner, startHeight: cfg.startHeight, pageLimit: cfg.pageLimit });
     return {
       handlers: api.handlers,
+      services: { payments },
       dispose: async () => {
         await api.idle();
         await scanner.stop();

@@ -1,6 +1,8 @@
 /**
- * The login: input checks in the reference's order and words, the phrase claim, the one signature check,
- * the session, and the push to waiting websockets. Every refusal is an ApiError a person can act on.
+ * The login: the phrase's checks (issued here, not expired, not used; an emergency phrase only for the
+ * operator and the core team), the claim, the one signature check, the session, and the push to the
+ * waiting websocket. The body's form is the manifest's to check. Every refusal is an ApiError a person can
+ * act on.
  */
 import { ApiError, type Auth, type Clock } from '../../core/plugin-api.ts';
 import { canonicalId, idKind } from './ids.ts';
@@ -29,7 +31,7 @@ const bad = (name: string, message: string) => new ApiError(400, name, message);
 const denied = (name: string, message: string) => new ApiError(401, name, message);
 
 export const EXPIRED = 'Signed message is no longer valid. Please request a new one.';
-export const UNKNOWN = 'This login phrase was not issued by this node, or it has expired and was removed. Please request a new one.';
+export const UNKNOWN = 'This login phrase was not issued by this node. Please request a new one with GET /id/loginphrase.';
 export const USED = 'This login phrase was already used to log in. Please request a new one.';
 
 /**

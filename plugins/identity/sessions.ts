@@ -86,11 +86,18 @@ export class SessionBook {
       if (r.expireAt <= now) expired.push(r.loginPhrase);
       else this.add(r);
     }
-    await removeIn(this.store, 'loginPhrase', expired);
-    // The bounds may have been lowered since the sessions were stored.
-    const over = this.overBounds();
-    if (over.length) await removeIn(this.store, 'loginPhrase', over);
+    // The bounds may have been lowered since the sessions were stored (or an older version kept more).
+    const drop = [...expired, ...this.overBounds()];
+    // Not awaited: memory already holds only the live, bounded sessions, and the node answers meanwhile
+    // (20,000 rows to drop after an upgrade took about 1.3 s). The first batch is queued at once, before
+    // any later store operation; the next purge waits for the rest.
+    this.settling = removeIn(this.store, 'loginPhrase', drop)
+      .then((n) => this.compactor.wrote(n))
+      .catch(() => undefined); // rows left behind are dropped again at the next start
   }
+
+  /** The store removals started at load, until they are done. */
+  private settling: Promise<void> = Promise.resolve();
 
   private add(rec: SessionRecord): void {
     this.byPhrase.set(rec.loginPhrase, rec);
@@ -204,6 +211,7 @@ export class SessionBook {
   }
 
   async purge(): Promise<number> {
+    await this.settling;
     const now = this.clock.now();
     const n = await this.removePhrases(() => [...this.byPhrase.values()].filter((r) => r.expireAt <= now).map((r) => r.loginPhrase));
     await this.compactor.maybeCompact();

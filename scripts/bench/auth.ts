@@ -65,7 +65,10 @@ async function serve(pureJs: boolean): Promise<void> {
     { id: 'identity.bench-public', path: '/bench/public', handler: 'checkprivilege', level: 'public' },
   );
   fs.writeFileSync(path.join(manifests, 'identity.yaml'), YAML.stringify(identity));
-  const config = resolveConfig({ dataDir: path.join(dir, 'data'), manifestsDir: manifests, log: { level: 'silent' }, watch: false }, 'bench');
+  // One client address and one wallet log in thousands of times: lift the per-address and per-id bounds,
+  // which would otherwise refuse phrases and evict sessions in the middle of the measurement.
+  const identityConfig = { phrasesPerAddress: 1_000_000, maxSessionsPerId: 1_000_000, maxSessions: 1_000_000 };
+  const config = resolveConfig({ dataDir: path.join(dir, 'data'), manifestsDir: manifests, log: { level: 'silent' }, watch: false, identity: identityConfig }, 'bench');
   const host = new Host({ config });
   await host.start();
   const port = await host.listen(0, '127.0.0.1');

@@ -1,7 +1,7 @@
 /**
  * The contract every route keeps, whatever plugins exist when this runs: for an anonymous caller and for
  * malformed input (junk path segments, query values, bodies, headers) it answers in the envelope, or with a
- * wire status its route declares or the host implies (core/openapi.ts wireStatuses) — never a 500, never an
+ * wire status its route declares or the host implies (core/http/openapi.ts wireStatuses) — never a 500, never an
  * unhandled error, never a hang. Plugins that need external daemons are pointed at unreachable addresses.
  */
 import assert from 'node:assert/strict';
@@ -28,6 +28,8 @@ function contractConfig(root: string): Record<string, unknown> {
     daemon: { rpc: { url: UNREACHABLE, user: 'contract', password: 'contract' }, timeoutMs: 2000, startCommand: ['/bin/false'], stopWaitMs: 0, startWaitMs: 0 },
     benchmark: { rpc: { url: UNREACHABLE, user: 'contract', password: 'contract' }, timeoutMs: 2000 },
     explorer: { autoStart: false },
+    // Never a real Docker (a machine's system daemon included): listings answer DockerUnavailable.
+    apps: { docker: { socketPath: path.join(root, 'no-docker.sock') } },
     deployer: { root: path.join(root, 'deploy'), repoUrl: `${root}/no-such-repo.git`, appPort: 1, webhookSecret: 'contract-secret', signatureVerify: true, rateLimitPerMinute: 0 },
   };
   return Object.fromEntries(Object.entries(sections).filter(([id]) => fs.existsSync(path.join(REPO_ROOT, 'plugins', id, 'index.ts'))));
@@ -157,6 +159,8 @@ describeService('api', async (root) => {
 });
 
 describeService('deployer', async (root) => {
+  // Builds run as an unprivileged user when the tests run as root: it must reach DEPLOY_ROOT under root.
+  fs.chmodSync(root, 0o755);
   const config = resolveConfig(
     { listener: 'deployer', api: { port: 0, host: '127.0.0.1' }, dataDir: path.join(root, 'deployer-state'), log: { level: process.env.TEST_LOG ?? 'silent' }, watch: false, ...contractConfig(root) },
     'contract config',

@@ -1,5 +1,6 @@
 /** `npm run deployer`: configuration entirely from env, validated at start with messages naming the variable. */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { createDeployerHost, deployerConfigFromEnv, describeStartError } from './env.ts';
 import { createAjv } from '../../core/manifest/schema.ts';
 import { configSchema } from '../../plugins/deployer/config.ts';
@@ -37,17 +38,21 @@ describe('deployer configuration', function () {
       {
         root: undefined, repoUrl: '/srv/repo.git', appPort: 3000, branch: 'main', projectType: 'auto', installCommand: '', buildCommand: '', runCommand: '',
         forceInstall: false, deploymentTimeoutSeconds: 1800, healthCheckRetries: 3, healthCheckDelaySeconds: 10, webhookSecret: '', signatureVerify: false,
-        webhookPath: '/webhook', debounceSeconds: 5, rateLimitPerMinute: 10, apiKey: '', keepReleases: 3,
+        webhookPath: '/webhook', webhookTimeoutMs: 30000, debounceSeconds: 5, rateLimitPerMinute: 10, apiKey: '', keepReleases: 3,
+        projectPath: '', pollingIntervalSeconds: 0, skipHooks: false, hookTimeoutSeconds: 300, skipHealthCheck: false, gitToken: '', gitUsername: '',
+        appUser: 'corenode-app', maxUploads: 2,
       },
     );
-    // WEBHOOK_TIMEOUT is the listener's (the host's) request timeout.
+    // WEBHOOK_TIMEOUT and WEBHOOK_MAX_CONNECTIONS are the listener's (the host's) too.
     assert.equal(cfg.api.requestTimeoutMs, 30000);
+    assert.equal(cfg.api.maxConnections, 256);
     const host = createDeployerHost({ config: { ...cfg, dataDir: tempDir(), log: { level: 'silent' } } });
     await host.start();
     try {
       assert.equal(host.routes.find((r) => r.spec.id === 'deployer.webhook')?.spec.path, '/webhook');
     } finally {
       await host.close();
+      fs.rmSync(BASE.DEPLOY_ROOT, { recursive: true, force: true });
     }
   });
 
@@ -57,7 +62,7 @@ describe('deployer configuration', function () {
     assert.throws(() => deployerConfigFromEnv({ ...BASE, DEBOUNCE_DELAY: 'soon' }), /DEBOUNCE_DELAY: must be a number, got 'soon'/);
     assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_SIGNATURE_VERIFY: 'maybe' }), /WEBHOOK_SIGNATURE_VERIFY: must be true or false/);
     assert.throws(() => deployerConfigFromEnv({ ...BASE, HEALTH_CHECK_RETRIES: '2.5' }), /HEALTH_CHECK_RETRIES: must be a whole number/);
-    assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_PORT: "70000" }), /WEBHOOK_PORT: must be an integer port/);
+    assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_PORT: '70000' }), /WEBHOOK_PORT: must be an integer port/);
     assert.throws(() => deployerConfigFromEnv({ ...BASE, LOG_LEVEL: 'chatty' }), /LOG_LEVEL: must be one of/);
     for (const p of ['no-slash', '/a b', '/../x', '/x/:id'])
       assert.throws(() => deployerConfigFromEnv({ ...BASE, WEBHOOK_PATH: p }), /WEBHOOK_PATH: must be a path such as \/webhook/, p);
@@ -66,7 +71,10 @@ describe('deployer configuration', function () {
   it('refuses out-of-range values and verification without a secret when the service starts', async () => {
     assert.match((await startError({ ...BASE, HEALTH_CHECK_RETRIES: '50' }))!, /^HEALTH_CHECK_RETRIES: must be <= 10/);
     assert.match((await startError({ ...BASE, DEBOUNCE_DELAY: '-1' }))!, /^DEBOUNCE_DELAY: must be >= 0/);
-    assert.match((await startError({ ...BASE, PROJECT_TYPE: 'cobol' }))!, /^PROJECT_TYPE: must be one of auto, node, python, static/);
+    assert.match((await startError({ ...BASE, PROJECT_TYPE: 'cobol' }))!, /^PROJECT_TYPE: must be one of auto, node, python, static, go, rust, ruby, bun, java, php, dotnet/);
+    assert.match((await startError({ ...BASE, PROJECT_PATH: '../x' }))!, /^PROJECT_PATH: must match/);
+    assert.match((await startError({ ...BASE, POLLING_INTERVAL: '-5' }))!, /^POLLING_INTERVAL: must be >= 0/);
+    assert.match((await startError({ ...BASE, HOOK_TIMEOUT: '0' }))!, /^HOOK_TIMEOUT: must be >= 1/);
     assert.match((await startError({ ...BASE, GIT_BRANCH: '-x' }))!, /^GIT_BRANCH: must match/);
     assert.match((await startError({ ...BASE, WEBHOOK_SIGNATURE_VERIFY: 'true' }))!, /WEBHOOK_SIGNATURE_VERIFY is true but WEBHOOK_SECRET is empty/);
     assert.match((await startError({ ...BASE, WEBHOOK_PATH: '/status' }))!, /WEBHOOK_PATH \/status is also the path of a status/);
@@ -83,9 +91,11 @@ describe('deployer configuration', function () {
     repo.commit(nodeApp('v1'));
     const port = await freePort();
     const env = testEnv(repo, await freePort(), tempDir(), { WEBHOOK_PORT: String(port), LOG_LEVEL: 'info' });
-    const good = runCli(env);
+    // A secret without verification works, with a warning at start.
+    const good = runCli({ ...env, WEBHOOK_SECRET: 'set-but-unused' });
     try {
       await waitFor(() => /Webhook listener/.test(good.output()), 'the startup line');
+      assert.match(good.output(), /WEBHOOK_SECRET is set but WEBHOOK_SIGNATURE_VERIFY is false: webhooks are NOT verified/);
       const health = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.json());
       assert.equal(health.app_port, Number(env.APP_PORT));
       good.child.kill('SIGTERM');

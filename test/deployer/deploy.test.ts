@@ -6,12 +6,32 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
-import { Repo, appSays, findAppPid, fixture, freePort, runCli, githubExample, githubPush, nodeApp, settled, startDeployer, tempDir, testEnv, waitFor, type TestDeployer } from './support.ts';
+import { killGroup, procStat } from '../../plugins/deployer/proc.ts';
+import { Repo, appPids, appSays, buildPids, findAppPid, fixture, freePort, runCli, githubExample, githubPush, nodeApp, settled, startDeployer, tempDir, testEnv, waitFor, type TestDeployer } from './support.ts';
 
 const SECRET = 'deploy-secret';
 
 async function deployer(repo: Repo, extra: Record<string, string> = {}, root = tempDir()): Promise<TestDeployer> {
   return startDeployer(testEnv(repo, await freePort(), root, { WEBHOOK_SIGNATURE_VERIFY: 'true', WEBHOOK_SECRET: SECRET, ...extra }));
+}
+
+/** Probe the app every 20 ms; `stop` gives the commits it answered (null while down), in order. */
+function watchApp(port: number) {
+  const seen: Array<string | null> = [];
+  let on = true;
+  const loop = (async () => {
+    while (on) {
+      seen.push((await appSays(port))?.commit ?? null);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async stop() {
+      on = false;
+      await loop;
+      return seen;
+    },
+  };
 }
 
 const push = (d: TestDeployer, repo: Repo, commit: string, delivery?: string) => d.github('push', githubPush(repo, commit), { secret: SECRET, delivery });
@@ -107,14 +127,18 @@ describe('deployer deployments (real git, npm and app)', function () {
     const d = track(await deployer(repo), repo);
     await push(d, repo, good);
     await settled(d);
+    const appPid = findAppPid(d.appPort);
     const bad = repo.commit(nodeApp('bad', { build: 'process.exit(3)' }), 'broken build');
     await push(d, repo, bad);
     const s = await settled(d);
+    // The build failed before stopping_app: the old app was never stopped (same process).
+    assert.equal(findAppPid(d.appPort), appPid);
 
     assert.deepEqual(await appSays(d.appPort), { commit: good, version: 'good', release: `001-${good}`, built: false });
     assert.equal(s.current_release, `001-${good}`);
     assert.equal(s.failed_commits_count, 1);
-    assert.deepEqual(Object.keys(s.last_failed_deployment).sort(), ['commit', 'commit_full', 'failed_at', 'reason']);
+    assert.deepEqual(Object.keys(s.last_failed_deployment).sort(), ['commit', 'commit_full', 'failed_at', 'log', 'reason']);
+    assert.equal(s.last_failed_deployment.log, `${bad}-FAILED`);
     assert.equal(s.last_failed_deployment.commit_full, bad);
     assert.equal(s.last_failed_deployment.commit, bad.slice(0, 7));
     assert.equal(s.last_failed_deployment.reason, 'build_failed');
@@ -127,7 +151,8 @@ describe('deployer deployments (real git, npm and app)', function () {
       assert.equal(r.status, 200, id);
       assert.equal(r.json.log_file, `${bad}-FAILED.log`);
       assert.match(r.json.content, /build_failed: build failed \(exit code 3\)/);
-      assert.match(r.json.content, /=== Rolling Back ===[\s\S]*rolled back: release 001-/);
+      assert.match(r.json.content, /the running release 001-\S+ was not touched and keeps serving/);
+      assert.doesNotMatch(r.json.content, /stage stopping_app/);
     }
     // The next good commit deploys: a failure never blocks the queue.
     const fixed = repo.commit(nodeApp('fixed'));
@@ -143,7 +168,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     const d = track(await deployer(repo), repo);
     await push(d, repo, silent);
     let s = await settled(d);
-    assert.equal(s.current_release, null);
+    assert.equal(s.current_release, '');
     assert.equal(s.last_failed_deployment.reason, 'health_check_failed');
     assert.equal((await d.get('/health')).json.supervisor_status, 'STOPPED');
 
@@ -161,7 +186,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     assert.equal((await d.get('/health')).json.healthy, true);
   });
 
-  it('the DEPLOYMENT_TIMEOUT watchdog stops a hung build and rolls back', async () => {
+  it('the DEPLOYMENT_TIMEOUT watchdog stops a hung build (its whole group); the old app never stops', async () => {
     const repo = new Repo();
     const good = repo.commit(nodeApp('good'));
     // Long enough for the good release on a loaded machine, short for the test.
@@ -169,11 +194,40 @@ describe('deployer deployments (real git, npm and app)', function () {
     await push(d, repo, good);
     await settled(d);
     const hung = repo.commit(nodeApp('hung', { build: 'setTimeout(() => {}, 600000)' }));
+    const watch = watchApp(d.appPort);
     await push(d, repo, hung);
     const s = await settled(d);
+    const seen = await watch.stop();
+    // A hung build never stops the app: it answered the old commit throughout, and the build's group is gone.
+    assert.ok(seen.length > 5 && seen.every((c) => c === good), `answers during the deployment: ${[...new Set(seen)].join(', ')}`);
+    assert.deepEqual(buildPids(d.root), []);
     assert.equal(s.last_failed_deployment.reason, 'deployment_timeout');
     assert.equal(s.current_release, `001-${good}`);
     assert.equal((await appSays(d.appPort)).commit, good);
+  });
+
+  it('zero downtime: the old release serves while the new one builds; stopping_app comes after building', async () => {
+    const repo = new Repo();
+    const a = repo.commit(nodeApp('a'));
+    const d = track(await deployer(repo, { DEBOUNCE_DELAY: '0' }), repo);
+    await push(d, repo, a);
+    await settled(d);
+    const b = repo.commit(nodeApp('b', { build: 'setTimeout(() => {}, 1500)' }));
+    const watch = watchApp(d.appPort);
+    await push(d, repo, b);
+    // While the new release builds, the old one answers.
+    await waitFor(async () => (await d.get('/status')).json.stage === 'building', 'the building stage');
+    assert.equal((await appSays(d.appPort))?.commit, a);
+    assert.equal((await d.get('/health')).json.app_status, 'running');
+    await settled(d);
+    await waitFor(async () => (await appSays(d.appPort))?.commit === b, 'the new release');
+    const seen = await watch.stop();
+    const firstB = seen.indexOf(b);
+    assert.ok(seen.slice(0, firstB).filter((c) => c === a).length >= 3, 'the old release answered during the build');
+    assert.ok(seen.slice(firstB).every((c) => c === b), 'never back to the old release');
+    const log = (await d.get('/logs/2?format=json')).json.content as string;
+    const order = [...log.matchAll(/stage (\w+) started/g)].map((m) => m[1]);
+    assert.deepEqual(order, ['starting', 'git_pull', 'installing_dependencies', 'building', 'stopping_app', 'starting_app', 'health_check', 'completed']);
   });
 
   it('20 pushes in a burst end in at most two deployments, the last one the newest commit', async () => {
@@ -198,10 +252,13 @@ describe('deployer deployments (real git, npm and app)', function () {
       const s = (await d.get('/status')).json;
       return s.status === 'deploying' && s.stage === 'building' ? s : null;
     }, 'the building stage');
-    assert.deepEqual(Object.keys(deploying).sort(), ['commit', 'commit_full', 'duration_seconds', 'progress_percent', 'queue', 'rollback_commit', 'stage', 'started_at', 'status', 'timeout_seconds']);
+    assert.deepEqual(Object.keys(deploying).sort(), ['building_release', 'commit', 'commit_full', 'duration_seconds', 'progress_percent', 'queue', 'rollback_commit', 'stage', 'started_at', 'status', 'timeout_seconds']);
+    assert.deepEqual(Object.keys(deploying.building_release).sort(), ['commit', 'commit_full', 'elapsed_seconds', 'release_id', 'stage']);
+    assert.equal(deploying.building_release.stage, 'building');
+    assert.equal(deploying.building_release.release_id, `001-${slow}`);
     assert.equal(deploying.commit_full, slow);
     assert.equal(deploying.commit, slow.slice(0, 7));
-    assert.equal(deploying.rollback_commit, null);
+    assert.equal(deploying.rollback_commit, '');
     assert.equal(deploying.timeout_seconds, 60);
     // floor(elapsed / timeout * 100), elapsed between the whole seconds shown and the next.
     const { progress_percent: pct, duration_seconds: secs } = deploying;
@@ -268,7 +325,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     const side = repo.commit(nodeApp('side'));
     await push(d, repo, side);
     s = await settled(d);
-    assert.equal(s.last_failed_deployment.reason, 'git_failed');
+    assert.equal(s.last_failed_deployment.reason, 'not_on_branch');
     assert.equal((await appSays(d.appPort)).commit, bb);
   });
 
@@ -352,12 +409,12 @@ describe('deployer deployments (real git, npm and app)', function () {
     assert.match((await d.get(`/logs/${slow}-FAILED?format=json`)).json.content, /interrupted: the service is stopping/);
   });
 
-  it('a crash of the service: its orphaned app is replaced, an interrupted deployment is queued again', async () => {
+  it('a killed service leaves the app serving; the restarted service adopts it, and stops a build the crash left', async () => {
     const repo = new Repo();
     cleanup.push(() => repo.remove());
     const a = repo.commit(nodeApp('a'));
     const port = await freePort();
-    const env = testEnv(repo, await freePort(), tempDir(), { WEBHOOK_PORT: String(port) });
+    const env = testEnv(repo, await freePort(), tempDir(), { WEBHOOK_PORT: String(port), LOG_LEVEL: 'info' });
     const appPort = Number(env.APP_PORT);
     const cli = (): Promise<TestDeployer> =>
       waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.ok, 'the service').then(() => ({
@@ -368,42 +425,71 @@ describe('deployer deployments (real git, npm and app)', function () {
       }) as unknown as TestDeployer);
 
     let run = runCli(env);
-    cleanup.push(() => void run.child.kill('SIGKILL'));
+    // On any outcome: a clean stop (which stops the app), and no app left on the port (a SIGKILLed service leaves it, by design).
+    cleanup.push(async () => {
+      if (run.child.exitCode === null) {
+        run.child.kill('SIGTERM');
+        await run.exited;
+      }
+      for (const pid of appPids(appPort)) await killGroup(procStat(pid)?.pgrp ?? pid, 2000);
+    });
     let d = await cli();
     await d.github('push', githubPush(repo, a));
     await settled(d);
-    const orphan = (await waitFor(() => findAppPid(appPort), 'the app'))!;
+    const app = (await waitFor(() => findAppPid(appPort), 'the app'))!;
+    // Probe the app all along: killing and restarting the service must not take it down.
+    let probing = true;
+    let failures = 0;
+    const prober = (async () => {
+      while (probing) {
+        if ((await appSays(appPort))?.commit !== a) failures++;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     run.child.kill('SIGKILL');
     await run.exited;
-    assert.equal((await appSays(appPort)).commit, a, 'the app outlives a crashed service');
-
     run = runCli(env);
     d = await cli();
-    const replaced = (await waitFor(() => {
+    await waitFor(async () => (await d.get('/health')).json.supervisor_status === 'RUNNING', 'the adopted app');
+    probing = false;
+    await prober;
+    assert.equal(failures, 0, `the app answered all along; service said: ${run.output().match(/"msg":"[^"]*(adopt|stopping an app|app started|app died)[^"]*"/g)}`);
+    assert.equal(findAppPid(appPort), app, 'the same process serves: adopted, not started twice');
+    assert.equal(appPids(appPort).length, 1);
+
+    // The adopted app dies: the supervisor starts it again.
+    process.kill(app, 'SIGKILL');
+    const again = (await waitFor(() => {
       const pid = findAppPid(appPort);
-      return pid && pid !== orphan ? pid : null;
+      return pid && pid !== app ? pid : null;
     }, 'a new app process'))!;
-    assert.ok(replaced);
-    // Stopped: gone, or a zombie waiting for init to reap it.
-    const state = fs.existsSync(`/proc/${orphan}/stat`) ? fs.readFileSync(`/proc/${orphan}/stat`, 'utf8').split(') ')[1][0] : 'gone';
-    assert.ok(state === 'gone' || state === 'Z', `the orphan was stopped (state ${state})`);
-    await waitFor(async () => (await appSays(appPort))?.commit === a, 'the app');
+    await waitFor(async () => (await appSays(appPort))?.commit === a, 'the restarted app');
 
-    const slow = repo.commit(nodeApp('slow', { build: 'setTimeout(() => {}, 1500)' }));
+    // Killed while building: the build's process group dies on restart; the old app served throughout.
+    const slow = repo.commit(nodeApp('slow', { build: 'setTimeout(() => {}, 600000)' }));
     await d.github('push', githubPush(repo, slow));
-    await waitFor(async () => (await d.get('/status')).json.stage === 'building', 'the building stage');
+    // The build's innermost process (node -e), the one that outlives npm when the service dies.
+    const build = (await waitFor(() => buildPids(env.DEPLOY_ROOT).find((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('node\0-e')), 'the build process'))!;
     run.child.kill('SIGKILL');
     await run.exited;
-
+    assert.ok(buildPids(env.DEPLOY_ROOT).length > 0, 'the build outlived the killed service');
+    assert.equal((await appSays(appPort))?.commit, a, 'the old release serves while the service is down');
+    // Finish the slow commit quickly after the restart: the same commit is queued again once; make it fail fast.
     run = runCli(env);
     d = await cli();
-    const s = await settled(d);
-    assert.equal(s.current_release, `002-${slow}`);
+    await waitFor(() => !buildPids(env.DEPLOY_ROOT).includes(build), 'the leftover build to be stopped');
+    assert.equal(findAppPid(appPort), again, 'the app was adopted again, not restarted');
+    const s = await waitFor(async () => {
+      const st = (await d.get('/status')).json;
+      return st.status === 'deploying' && st.commit_full === slow ? st : null;
+    }, 'the interrupted commit to deploy again');
     assert.equal(s.failed_commits_count, undefined);
-    assert.equal((await appSays(appPort)).commit, slow);
     assert.match((await d.get(`/logs/${slow}-FAILED?format=json`)).json.content, /interrupted: the service stopped during this deployment \(crash\)/);
+    await waitFor(() => buildPids(env.DEPLOY_ROOT).some((p) => p > build), 'the build to run again');
     run.child.kill('SIGTERM');
     await run.exited;
+    const left = buildPids(env.DEPLOY_ROOT).map((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ') + ' ' + fs.readFileSync(`/proc/${p}/stat`, 'utf8'));
+    assert.deepEqual(left, [], 'a stop kills the build group' + run.output().slice(-3000));
   });
 
   it('a restart keeps history and logs, restarts the current release; the supervisor restarts a dead app', async () => {

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { sign } from '@octokit/webhooks-methods';
 import { REPO_ROOT } from '../../core/config.ts';
@@ -17,19 +18,31 @@ import { fetchAnswer, type Answer } from '../support/node.ts';
 
 const require = createRequire(import.meta.url);
 
+/** Temp folders of this process, removed when it exits (tests that fail early leave none behind). */
+const temps: string[] = [];
+process.once('exit', () => {
+  for (const d of temps) fs.rmSync(d, { recursive: true, force: true });
+});
+
 export function tempDir(prefix = 'deployer-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  temps.push(d);
+  return d;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
+/** A free port in this area's range (22000-22999), so tests never collide with other services on the machine. */
+let nextPort = 22000 + Math.floor(Math.random() * 900);
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 1000; i++) {
+    const port = 22000 + (nextPort++ % 1000);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
     });
-  });
+    if (ok) return port;
+  }
+  throw new Error('no free port in 22000-22999');
 }
 
 const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@example.com', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@example.com' };
@@ -50,7 +63,7 @@ export class Repo {
   commit(files: Record<string, string | null>, message = 'change'): string {
     for (const [f, content] of Object.entries(files)) {
       const p = path.join(this.dir, f);
-      if (content === null) fs.rmSync(p, { force: true });
+      if (content === null) fs.rmSync(p, { force: true, recursive: true });
       else {
         fs.mkdirSync(path.dirname(p), { recursive: true });
         fs.writeFileSync(p, content);
@@ -200,6 +213,11 @@ export async function settled(d: TestDeployer): Promise<any> {
   }, 'the deployer to settle');
 }
 
+/** GET a JSON answer (any status). */
+export async function fetchJson(url: string, headers: Record<string, string> = {}): Promise<any> {
+  return (await fetch(url, { headers })).json();
+}
+
 /** What the deployed app answers (null when it does not answer). */
 export async function appSays(port: number): Promise<any> {
   try {
@@ -211,9 +229,12 @@ export async function appSays(port: number): Promise<any> {
 }
 
 /** Run the real entry point (`npm run deployer` runs `tsx core/cli/deployer.ts`) as its own process. */
-export function runCli(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/deployer.ts')], {
-    cwd: REPO_ROOT,
+export function runCli(env: Record<string, string>, cwd = REPO_ROOT) {
+  // `node --import tsx` as one process (tsx's own cli would put a wrapper in between, which a SIGKILL
+  // would take down without the service); the loader by path, so any cwd works.
+  const loader = pathToFileURL(path.join(REPO_ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+  const child = spawn(process.execPath, ['--import', loader, path.join(REPO_ROOT, 'core/cli/deployer.ts')], {
+    cwd,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -224,17 +245,42 @@ export function runCli(env: Record<string, string>) {
   return { child, exited, output: () => out };
 }
 
-/** The pid of the node process serving the test app on `port` (found by the PORT in its environment). */
-export function findAppPid(port: number): number | null {
+/** Peak and current RSS (VmHWM, VmRSS) of a process, in MB. */
+export function memoryOf(pid: number): { peak: number; now: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
+  return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 };
+}
+
+/** Live (not zombie) processes whose env and command line match. */
+function processes(match: (env: string[], cmd: string) => boolean): number[] {
+  const out: number[] = [];
   for (const e of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     try {
+      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
       const env = fs.readFileSync(`/proc/${e}/environ`, 'utf8').split('\0');
       const cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8');
-      if (env.includes(`PORT=${port}`) && cmd.includes('server.js') && cmd.startsWith('node')) return Number(e);
+      if (match(env, cmd)) out.push(Number(e));
     } catch {
       /* gone */
     }
   }
-  return null;
+  return out;
+}
+
+/** The node processes serving the test app on `port` (found by the PORT in their environment). */
+export function appPids(port: number): number[] {
+  return processes((env, cmd) => env.includes(`PORT=${port}`) && cmd.includes('server.js') && cmd.startsWith('node'));
+}
+
+/** The pid of the node process serving the test app on `port`. */
+export function findAppPid(port: number): number | null {
+  return appPids(port)[0] ?? null;
+}
+
+/** Install / build / hook processes of the deployer whose DEPLOY_ROOT is `root`. */
+export function buildPids(root: string): number[] {
+  return processes((env) => env.includes(`DEPLOYER_BUILD=${root}`));
 }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
+import { eventually } from './client.ts';
 import { bitcoinWallet, ethereumWallet } from './keys.ts';
 import { authHeader, login, startIdentityNode, type LoggedIn } from './node.ts';
 
@@ -32,7 +33,8 @@ describe('identity: session bounds', () => {
     assert.deepEqual(alive, [...Array(6).fill(false), ...Array(8).fill(true)], 'the 6 oldest user sessions went');
     const all = (await node.get('/id/loggedusers', { legacyidauth: op.header })).json.data;
     assert.equal(all.length, 10);
-    assert.equal(await node.host.stores.get('identity', 'sessions').count({}), 10, 'gone from the store too');
+    // Evicted rows leave the store right after the login that evicted them (not awaited by it).
+    await eventually(async () => (await node.host.stores.get('identity', 'sessions').count({})) === 10, 'the store to hold 10 sessions');
   });
 
   it('past maxSessionsPerId an id\'s own oldest session goes (the operator\'s included, by the operator\'s own logins)', async () => {
@@ -42,6 +44,17 @@ describe('identity: session bounds', () => {
       assert.deepEqual(await Promise.all(mine.map((l) => works(node, l))), [false, false, true, true, true]);
       const listed = (await node.get('/id/loggedsessions', { legacyidauth: mine[4].header })).json.data;
       assert.deepEqual(listed.map((s: any) => s.loginPhrase), mine.slice(2).map((l) => l.loginPhrase));
+    }
+  });
+});
+
+describe('identity: configuration of earlier versions', () => {
+  it('a config file with the retired keys maxCachedSessions and maxSocketsPerPhrase still starts', async () => {
+    const node = await startIdentityNode({ config: { identity: { maxCachedSessions: 100, maxSocketsPerPhrase: 8, maxActivePhrases: 500 } } });
+    try {
+      assert.equal((await node.get('/id/loginphrase')).json.status, 'success');
+    } finally {
+      await node.close();
     }
   });
 });
@@ -122,19 +135,19 @@ describe('identity: POST /id/providesign replays', () => {
 });
 
 describe('identity: purges run in small batches', () => {
-  it('while 30,000 expired provided signatures are purged, requests are answered between the batches', async () => {
+  it('while 10,000 expired provided signatures are purged (100 batches), requests are answered between the batches', async () => {
     const dataDir = tempDir();
     const clock = new TestClock();
     const t = clock.now();
     fs.mkdirSync(path.join(dataDir, 'identity'), { recursive: true });
-    const lines = Array.from({ length: 30_000 }, (_, i) =>
+    const lines = Array.from({ length: 10_000 }, (_, i) =>
       JSON.stringify({ _id: `s${i}`, sigDigest: 'x', identifier: admin.legacyid, loginPhrase: `${t}${String(i).padStart(43, '0')}`, createdAt: t, expiredAt: t + 60_000 }),
     );
     fs.writeFileSync(path.join(dataDir, 'identity', 'signatures.db'), lines.join('\n') + '\n');
     const node = await startIdentityNode({ dataDir, clock, config: { identity: { purgeIntervalSeconds: 1 } } });
     try {
       const signs = node.host.stores.get('identity', 'signatures');
-      assert.equal(await signs.count({}), 30_000);
+      assert.equal(await signs.count({}), 10_000);
       clock.advance(60_000);
       // Between two batches of the purge, an HTTP request is answered and the store is part-way through.
       const seen: number[] = [];
@@ -145,7 +158,7 @@ describe('identity: purges run in small batches', () => {
         seen.push(left);
         if (left === 0) break;
       }
-      assert.ok(seen.some((n) => n > 0 && n < 30_000 && n % 100 === 0), `answered mid-purge: counts seen ${seen.slice(0, 20).join(', ')}`);
+      assert.ok(seen.some((n) => n > 0 && n < 10_000 && n % 100 === 0), `answered mid-purge: counts seen ${seen.slice(0, 20).join(', ')}`);
     } finally {
       await node.close();
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -8,7 +8,7 @@ import { TestClock, tempDir, type TestNode } from '../support/node.ts';
 import { Client, attackerAddresses, pool } from './client.ts';
 import { bitcoinWallet } from './keys.ts';
 import { authHeader, startIdentityNode } from './node.ts';
-import { addressKey } from '../../plugins/identity/limits.ts';
+import { WindowLimiter, addressKey } from '../../plugins/identity/limits.ts';
 
 const admin = bitcoinWallet();
 const TTL = 15 * 60_000;
@@ -130,6 +130,20 @@ describe('identity: client addresses', () => {
     assert.equal(addressKey('2001:db8:1:2:ffff:ffff:ffff:ffff'), '2001:db8:1:2::/64');
     assert.equal(addressKey('2001:db8::1'), '2001:db8:0:0::/64');
     assert.equal(addressKey('::1'), '0:0:0:0::/64');
+  });
+
+  it('the per-address window table is bounded: past maxKeys the oldest window is forgotten', () => {
+    let now = 0;
+    const limiter = new WindowLimiter(2, 1000, 3, () => now);
+    for (const k of ['a', 'b', 'c']) assert.equal(limiter.take(k), true);
+    assert.equal(limiter.take('a'), true);
+    assert.equal(limiter.take('a'), false, 'a is at its limit');
+    assert.equal(limiter.take('d'), true);
+    assert.equal(limiter.size, 3, 'a (the oldest window) was forgotten for d');
+    assert.equal(limiter.take('a'), true, 'so a starts again');
+    now = 1000;
+    limiter.sweep();
+    assert.equal(limiter.size, 0);
   });
 });
 

@@ -1,0 +1,198 @@
+/**
+ * Docker operations of the apps plugin through dockerode. Everything it makes carries the node's labels
+ * (names.ts) and every listing filters on them: the node touches nothing else on the Docker host.
+ */
+import Docker from 'dockerode';
+import path from 'node:path';
+import { LABEL_APP, LABEL_MANAGED, MANAGED_FILTER, appFilter, containerName, labelsFor, networkName } from './names.ts';
+import { parseContainerData } from './spec-rules.ts';
+import type { AppSpec, Component } from './spec.ts';
+import type { Volumes } from './volumes.ts';
+
+const MiB = 1024 * 1024;
+/** Reference limit: images over 5 GB are refused. */
+export const MAX_IMAGE_BYTES = 5 * 1024 ** 3;
+
+export type Progress = (o: Record<string, unknown>) => void;
+
+export interface EngineOptions {
+  socketPath: string;
+  /** First two octets of the app networks (`172.23` -> 172.23.<n>.0/24, n in 1-255). */
+  subnetBase: string;
+  /** Host address published ports bind to. */
+  publishHost: string;
+  nodeHostIp: string;
+  /** Open-file limit of each container (reference 100000; a host whose hard limit is lower needs less). */
+  nofile: number;
+}
+
+export class Engine {
+  readonly docker: Docker;
+
+  constructor(
+    readonly o: EngineOptions,
+    readonly volumes: Volumes,
+  ) {
+    this.docker = new Docker({ socketPath: o.socketPath });
+  }
+
+  async ping(): Promise<void> {
+    await this.docker.ping();
+  }
+
+  listManaged(all = true) {
+    return this.docker.listContainers({ all, filters: MANAGED_FILTER });
+  }
+
+  listApp(app: string) {
+    return this.docker.listContainers({ all: true, filters: appFilter(app) });
+  }
+
+  /** The app's network, made on the lowest free /24 under the subnet base when missing. */
+  async ensureNetwork(app: string): Promise<{ name: string; created: boolean }> {
+    const name = networkName(app);
+    const nets = await this.docker.listNetworks();
+    if (nets.some((n) => n.Name === name)) return { name, created: false };
+    const used = new Set<string>();
+    for (const n of nets) for (const c of n.IPAM?.Config ?? []) if (c.Subnet) used.add(c.Subnet);
+    for (let i = 1; i <= 255; i++) {
+      const subnet = `${this.o.subnetBase}.${i}.0/24`;
+      if (used.has(subnet)) continue;
+      try {
+        await this.docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          IPAM: { Config: [{ Subnet: subnet, Gateway: `${this.o.subnetBase}.${i}.1` }] },
+          Labels: { [LABEL_MANAGED]: 'true', [LABEL_APP]: app },
+        });
+        return { name, created: true };
+      } catch (e) {
+        // Another network took the subnet meanwhile (or overlaps a route): try the next one.
+        if (!/overlap|already|in use/i.test((e as Error).message)) throw e;
+      }
+    }
+    throw new Error(`no free ${this.o.subnetBase}.<n>.0/24 network left for ${app}`);
+  }
+
+  async removeNetwork(app: string): Promise<void> {
+    const nets = await this.docker.listNetworks({ filters: JSON.stringify({ label: [`${LABEL_MANAGED}=true`, `${LABEL_APP}=${app}`] }) });
+    for (const n of nets) await this.docker.getNetwork(n.Id).remove().catch((e) => ignore404(e));
+  }
+
+  async hasImage(repotag: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(repotag).inspect();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Pull with progress; `repoauth` is `user:password` for the image's registry. */
+  async pull(repotag: string, repoauth: string | undefined, progress: Progress): Promise<void> {
+    const opts: Record<string, unknown> = {};
+    if (repoauth) {
+      const i = repoauth.indexOf(':');
+      const first = repotag.split('/')[0];
+      const serveraddress = first.includes('.') || first.includes(':') ? first : 'https://index.docker.io/v1/';
+      opts.authconfig = { username: repoauth.slice(0, i), password: repoauth.slice(i + 1), serveraddress };
+    }
+    const stream = await this.docker.pull(repotag, opts);
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.followProgress(
+        stream,
+        (err: Error | null, out: any[]) => {
+          const failed = err ?? out?.find((o) => o?.error);
+          if (failed) reject(new Error(failed.message ?? failed.error));
+          else resolve();
+        },
+        (ev: any) => {
+          if (ev?.error) return;
+          progress({ status: ev.status, id: ev.id, progress: ev.progress });
+        },
+      );
+    });
+    const info = await this.docker.getImage(repotag).inspect();
+    if (info.Size > MAX_IMAGE_BYTES) throw new Error(`image ${repotag} is ${info.Size} bytes, over the 5 GB limit`);
+  }
+
+  /** Host folders bound into component `i`, from its containerData (volumes made before). */
+  binds(app: string, spec: AppSpec, i: number): string[] {
+    const c = spec.components[i];
+    const root = (k: number) => this.volumes.mountpoint(containerName(app, spec.components[k].name, spec.version));
+    return parseContainerData(c.containerData, 'containerData', i).map((m) => {
+      if (m.kind === 'primary') return `${path.join(root(i), 'appdata')}:${m.path}`;
+      if (m.kind === 'primary-of') return `${path.join(root(m.component), 'appdata')}:${m.path}`;
+      return `${path.join(root(m.component ?? i), m.sub)}:${m.path}`;
+    });
+  }
+
+  async createContainer(app: string, spec: AppSpec, i: number, hash: string) {
+    const c: Component = spec.components[i];
+    const name = containerName(app, c.name, spec.version);
+    const exposed: Record<string, {}> = {};
+    const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
+    c.containerPorts.forEach((cp, j) => {
+      for (const proto of ['tcp', 'udp']) {
+        exposed[`${cp}/${proto}`] = {};
+        bindings[`${cp}/${proto}`] = [{ HostIp: this.o.publishHost, HostPort: String(c.ports[j]) }];
+      }
+    });
+    return this.docker.createContainer({
+      name,
+      Image: c.repotag,
+      Hostname: c.name,
+      Env: [...c.environmentParameters, `CORE_APP_NAME=${app}`, `CORE_NODE_HOST_IP=${this.o.nodeHostIp}`],
+      // `--privileged` never reaches Docker, whatever the spec says.
+      Cmd: c.commands.length ? c.commands.filter((x) => x !== '--privileged') : undefined,
+      Labels: labelsFor(app, c.name, hash),
+      ExposedPorts: exposed,
+      HostConfig: {
+        NanoCpus: Math.round(c.cpu * 1e9),
+        Memory: c.ram * MiB,
+        MemorySwap: (c.ram + 2000) * MiB,
+        Ulimits: [{ Name: 'nofile', Soft: this.o.nofile, Hard: this.o.nofile }],
+        // The node's reconciler restarts crashed containers (with its back-off), not Docker.
+        RestartPolicy: { Name: 'no' },
+        ExtraHosts: ['corenode.service:169.254.43.43'],
+        LogConfig: { Type: 'json-file', Config: { 'max-size': '20m', 'max-file': '1' } },
+        PortBindings: bindings,
+        Binds: this.binds(app, spec, i),
+        NetworkMode: networkName(app),
+      },
+    });
+  }
+
+  container(name: string) {
+    return this.docker.getContainer(name);
+  }
+
+  async removeContainer(name: string): Promise<void> {
+    await this.docker
+      .getContainer(name)
+      .remove({ force: true, v: true })
+      .catch((e) => ignore404(e));
+  }
+
+  /** Remove an image unless a managed container still uses it; one Docker keeps for others (409) stays. */
+  async removeImageIfUnused(repotag: string): Promise<boolean> {
+    const users = (await this.listManaged()).filter((c) => c.Image === repotag);
+    if (users.length) return false;
+    try {
+      await this.docker.getImage(repotag).remove();
+      return true;
+    } catch (e: any) {
+      if (e?.statusCode === 409) return false;
+      ignore404(e);
+      return false;
+    }
+  }
+}
+
+export function ignore404(e: any): void {
+  if (e?.statusCode === 404 || e?.statusCode === 304) return;
+  throw e;
+}
+
+export const describeDockerError = (e: any): string => (e?.json?.message ?? e?.reason ?? e?.message ?? String(e)).toString().trim();

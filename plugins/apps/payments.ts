@@ -1,0 +1,138 @@
+/**
+ * Registry payments: transactions to the registry address found in the explorer's scanned blocks (the
+ * `explorer-payments` service), read once each from the daemon for their amount and OP_RETURN hash. A
+ * payment with enough confirmations makes its message permanent; a payment the explorer no longer lists
+ * (a reorganisation undid its block) is dropped, and its message with it.
+ */
+import type { Collection } from '../../core/plugin-api.ts';
+import type { RpcClient } from '../daemon/api.ts';
+import { toSatoshis } from './pricing.ts';
+import type { Registry } from './registry.ts';
+
+export interface ExplorerPayments {
+  tipHeight(): number | null;
+  transactions(address: string): Promise<{ txid: string; height: number }[]>;
+}
+
+export interface Payment {
+  txid: string;
+  height: number;
+  /** The message hash in the OP_RETURN output; '' when there is none. */
+  hash: string;
+  valueSat: string;
+  /** What the registry made of it once confirmed. */
+  outcome?: string;
+}
+
+interface RawTx {
+  txid: string;
+  vout: { value: number; scriptPubKey?: { hex?: string; address?: string; addresses?: string[]; type?: string } }[];
+}
+
+/** The 64-hex message hash an OP_RETURN output carries (as ASCII text, or as 32 raw bytes). */
+export function opReturnHash(hex: string | undefined): string {
+  if (!hex || !hex.startsWith('6a')) return '';
+  let i = 2;
+  const op = parseInt(hex.slice(i, i + 2), 16);
+  i += 2;
+  let len = op;
+  if (op === 0x4c) {
+    len = parseInt(hex.slice(i, i + 2), 16);
+    i += 2;
+  } else if (op > 0x4b) return '';
+  const data = Buffer.from(hex.slice(i, i + len * 2), 'hex');
+  const text = data.toString('latin1');
+  if (/^[0-9a-f]{64}$/i.test(text)) return text.toLowerCase();
+  if (data.length === 32) return data.toString('hex');
+  return '';
+}
+
+export class PaymentWatcher {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  lastError: string | null = null;
+
+  constructor(
+    private readonly o: {
+      store: Collection<Payment>;
+      registry: Registry;
+      address: string;
+      minConfirmations: number;
+      explorer: () => ExplorerPayments | null;
+      daemon: () => RpcClient | null;
+      price: (spec: Record<string, any>) => bigint;
+      log: { warn(o: object, m: string): void; info(o: object, m: string): void };
+    },
+  ) {}
+
+  start(intervalMs: number): void {
+    const loop = () => {
+      this.timer = setTimeout(async () => {
+        await this.tick();
+        if (this.timer) loop();
+      }, intervalMs);
+      this.timer.unref();
+    };
+    loop();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** One look at the registry address (never two at once). */
+  tick(): Promise<void> {
+    this.running ??= this.look()
+      .catch((e) => {
+        this.lastError = (e as Error).message;
+        this.o.log.warn({ err: this.lastError }, 'apps: reading registry payments failed; retrying');
+      })
+      .finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private async look(): Promise<void> {
+    const explorer = this.o.explorer();
+    const daemon = this.o.daemon();
+    if (!explorer || !daemon || !this.o.address) return;
+    const tip = explorer.tipHeight();
+    if (tip === null) return;
+    const refs = await explorer.transactions(this.o.address);
+    const listed = new Map(refs.map((r) => [r.txid, r.height]));
+    // Reorganisations: a payment whose block was undone is not listed (or listed at another height).
+    for (const p of await this.o.store.find({})) {
+      if (listed.get(p.txid) === p.height) continue;
+      const dropped = await this.o.registry.drop(p.txid);
+      await this.o.store.remove({ txid: p.txid }, { multi: true });
+      if (dropped.length) this.o.log.info({ txid: p.txid, hashes: dropped }, 'apps: payment no longer on the chain; its messages are not permanent any more');
+    }
+    const known = new Set((await this.o.store.find({})).map((p) => p.txid));
+    for (const ref of refs) {
+      if (known.has(ref.txid)) continue;
+      const tx = await daemon.call<RawTx>('getrawtransaction', [ref.txid, 1], { cache: false } as any);
+      let value = 0n;
+      let hash = '';
+      for (const out of tx.vout) {
+        const spk = out.scriptPubKey;
+        const addr = spk?.address ?? (spk?.addresses?.length === 1 ? spk.addresses[0] : undefined);
+        if (addr === this.o.address) value += toSatoshis(out.value);
+        hash ||= opReturnHash(spk?.hex);
+      }
+      await this.o.store.insert({ txid: ref.txid, height: ref.height, hash, valueSat: value.toString() });
+    }
+    for (const p of await this.o.store.find({ outcome: { $exists: false } })) {
+      if (!p.hash || p.valueSat === '0') {
+        await this.o.store.update({ txid: p.txid }, { $set: { outcome: 'not a registry payment' } });
+        continue;
+      }
+      if (tip - p.height + 1 < this.o.minConfirmations) continue;
+      const outcome = await this.o.registry.confirm({ hash: p.hash, txid: p.txid, height: p.height, valueSat: BigInt(p.valueSat) }, this.o.price);
+      // An unknown hash may still arrive as a temporary message: look again next time.
+      if (outcome === 'unknown') continue;
+      await this.o.store.update({ txid: p.txid }, { $set: { outcome } });
+      this.o.log.info({ txid: p.txid, hash: p.hash, outcome }, 'apps: registry payment confirmed');
+    }
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * Long app work (install, removal, redeploy) answers a stream of newline-delimited JSON objects, one a line
+ * (the reference concatenated them with no separator; the fields are kept). The work runs to its end even
+ * when the client goes away; the single install slot is taken before the answer starts, so a refusal is an
+ * ordinary envelope.
+ */
+import { PassThrough } from 'node:stream';
+import { reply, type Reply } from '../../core/plugin-api.ts';
+import type { Progress } from './engine.ts';
+import type { Installer } from './installer.ts';
+
+export function streamWork(installer: Installer, what: string, app: string, work: (progress: Progress) => Promise<string>, onError?: (e: unknown) => Record<string, unknown>): Reply {
+  const release = installer.acquire(what, app);
+  const out = new PassThrough();
+  const progress: Progress = (o) => {
+    if (!out.writableEnded) out.write(`${JSON.stringify(o)}\n`);
+  };
+  // Swallow write errors of a client that went away; the work goes on.
+  out.on('error', () => {});
+  void (async () => {
+    try {
+      const message = await work(progress);
+      progress({ status: 'success', message });
+    } catch (e) {
+      progress(onError ? onError(e) : { status: 'error', message: (e as Error).message });
+    } finally {
+      release();
+      out.end();
+    }
+  })();
+  return reply(200, out, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' });
+}

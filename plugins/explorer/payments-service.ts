@@ -1,0 +1,20 @@
+/**
+ * The narrow service other plugins read scanned payments through (`explorer-payments`): the scanned tip
+ * and the transactions of one address from the index, so nothing else scans the chain again. After a
+ * reorganisation the undone blocks' transactions are no longer listed.
+ */
+import type { ExplorerStore, TxRef } from './store.ts';
+
+export interface ExplorerPayments {
+  /** The highest block the explorer has applied; null before the first. */
+  tipHeight(): number | null;
+  /** Transactions touching `address` in scanned blocks, newest first. */
+  transactions(address: string): Promise<TxRef[]>;
+}
+
+export function paymentsService(store: ExplorerStore): ExplorerPayments {
+  return {
+    tipHeight: () => store.tip()?.height ?? null,
+    transactions: (address) => store.transactions(address),
+  };
+}
