@@ -34,8 +34,11 @@ async function watch(node: NodeProcess, ms: number, extra: Record<string, number
   const startRssMb = node.rssMb();
   let peakRssMb = startRssMb;
   let peakFds = 0;
+  let n = 0;
   const sampler = setInterval(() => {
-    peakRssMb = Math.max(peakRssMb, node.rssMb());
+    const rss = node.rssMb();
+    if (++n % 40 === 0) log(path, 'rss', Math.round(rss), 'MB');
+    peakRssMb = Math.max(peakRssMb, rss);
     peakFds = Math.max(peakFds, node.fds());
   }, 250);
   const probes = await during(ms, 2000, async () => {
