@@ -130,6 +130,28 @@ describe('apps: failures, the policy gate, test installs', function () {
     await nothingLeft('privatenone');
   });
 
+  it('a valid specification of every version 1 to 8 verifies and has a price', async () => {
+    const owner = w.owner.legacyid;
+    const img = docker.images.node;
+    const { ports: _p, containerPorts: _c, domains: _d, instances: _i, ...v3rest } = v3Spec(owner, 'vone', img, 31000);
+    const v1 = { ...v3rest, version: 1, port: 31000, containerPort: 8080 };
+    const { instances: _i2, ...v2 } = { ...v3Spec(owner, 'vtwo', img, 31000), version: 2 };
+    const comp = [component('a', img, 31001, 8080)];
+    const v4 = { version: 4, name: 'vfour', description: 'd', owner, compose: comp, instances: 3 };
+    const v5 = { ...v4, version: 5, name: 'vfive', contacts: ['a@b.c'], geolocation: ['acEU', 'acNA_US'] };
+    const v6 = { ...v5, version: 6, name: 'vsix', expire: 22000 };
+    const v7 = { ...v6, version: 7, name: 'vseven', nodes: [], staticip: false, compose: [component('a', img, 31001, 8080, { repoauth: 'u:p' })] };
+    const v8 = v8Spec(owner, 'v-eight', comp);
+    for (const spec of [v1, v2, v3Spec(owner, 'vthree', img, 31000), v4, v5, v6, v7, v8]) {
+      const a = await node.post('/apps/verifyappregistrationspecifications', spec);
+      assert.equal(a.json?.status, 'success', `v${spec.version}: ${a.text}`);
+      assert.ok(data(await node.post('/apps/calculateprice', spec)) > 0);
+    }
+    // Fields of another version are refused by name.
+    const e = error(await node.post('/apps/verifyappregistrationspecifications', { ...v4, version: 3 }));
+    assert.match(e.message, /compose: is not a known key|repotag: is required/);
+  });
+
   it('specification errors name the field', async () => {
     const owner = w.owner.legacyid;
     const img = docker.images.node;

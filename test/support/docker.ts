@@ -287,6 +287,13 @@ export async function stopDocker(): Promise<void> {
   privateStarted = null;
   if (registry && registry.exitCode === null) registry.kill('SIGTERM');
   if (privateRegistry && privateRegistry.exitCode === null) privateRegistry.kill('SIGTERM');
+  if (dockerd && dockerd.exitCode === null && root) {
+    // Bridge devices of networks outlive dockerd: remove what the run left (it all belongs to this run).
+    const cli = cliFor(path.join(root, 'docker.sock'));
+    const ids = (await cli(['ps', '-aq']).catch(() => '')).split('\n').filter(Boolean);
+    if (ids.length) await cli(['rm', '-f', ...ids]).catch(() => '');
+    await cli(['network', 'prune', '-f']).catch(() => '');
+  }
   if (dockerd && dockerd.exitCode === null) {
     // dockerd stops its containers (10 s grace each, in parallel) and its containerd on SIGTERM.
     dockerd.kill('SIGTERM');
