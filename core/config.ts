@@ -41,7 +41,10 @@ export interface ListenerConfig {
   corsOrigins: string[];
 }
 
-/** The network's gateway UI, which calls nodes from the browser (reference fact under the naming mapping). */
+/**
+ * This node's UI, and the network gateway's UI, which calls nodes from the browser. The gateway origin is
+ * an assumption (the reference's gateway UI host under the naming mapping); operators set their own.
+ */
 export const DEFAULT_CORS_ORIGINS = ['ui', 'https://home.runoncore.io'];
 
 export interface NodeConfig {
