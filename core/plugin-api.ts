@@ -46,6 +46,11 @@ export interface HandlerInput<B = any> {
   params: Record<string, any>;
   /** Query parameters (one string per key unless the schema says otherwise), coerced by the `query` schema. */
   query: Record<string, any>;
+  /**
+   * The route's whole input as its manifest `input` declares it: path, body and query merged in the
+   * route's `inputFrom` order, converted and validated by the host (undeclared keys dropped); else empty.
+   */
+  values: Record<string, any>;
   /** Parsed body (raw-json, json, text, multipart fields) validated by the body schema; undefined for none. */
   body: B;
   /** The exact bytes received, for routes whose parser is raw-json or raw (signatures are over these). */
@@ -319,7 +324,11 @@ export interface PluginDefinition<C = any, D extends Record<string, ServiceRef<a
    * variable overrides the file, converted by the key's schema type; errors name the variable.
    */
   env?: Record<string, string>;
-  /** JSON Schema of a route's `x` block in this plugin's manifest; checked when manifests load. */
+  /**
+   * JSON Schema of the `x` block of this plugin's manifest routes (handed to handlers as `route.meta`).
+   * The host checks every route against it when manifests load, and `corectl manifests validate` too;
+   * without it, a route's `x` block must be absent or empty.
+   */
   routeData?: Record<string, unknown>;
   /** What the plugin uses: host services (`coreServices`) and other plugins' services (their refs). */
   deps?: D;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig, type NodeConfig } from '../config.ts';
 import { diffManifests } from '../manifest/diff.ts';
-import { BUILTIN_PLUGINS, checkFiles, manifestFiles } from '../manifest/set.ts';
+import { BUILTIN_PLUGINS, checkFiles, checkPluginData, manifestFiles } from '../manifest/set.ts';
 import type { Manifest } from '../manifest/parse.ts';
 import { PluginState, readState, writeState } from '../plugins/state.ts';
 
@@ -88,13 +88,15 @@ function pluginsSet(config: NodeConfig, id: string | undefined, enabled: boolean
   return 0;
 }
 
-function validate(config: NodeConfig, paths: string[]): number {
+async function validate(config: NodeConfig, paths: string[]): Promise<number> {
   const files = manifestFiles(paths.length ? paths : [config.manifestsDir]);
   if (!files.length) {
     process.stderr.write(`corectl: no manifest files in ${paths.join(' ') || config.manifestsDir}\n`);
     return 1;
   }
   const { manifests, errors } = checkFiles(files, config.pluginsDir);
+  // Each route's `x` block against its plugin's routeData (imports the plugins, runs no setup).
+  errors.push(...(await checkPluginData(manifests, config.pluginsDir)));
   for (const e of errors) process.stderr.write(`${e}\n`);
   if (errors.length) {
     process.stderr.write(`corectl: ${errors.length} error(s) in ${files.length} file(s)\n`);
@@ -104,7 +106,7 @@ function validate(config: NodeConfig, paths: string[]): number {
   return 0;
 }
 
-function diff(config: NodeConfig, paths: string[], json: boolean): number {
+async function diff(config: NodeConfig, paths: string[], json: boolean): Promise<number> {
   if (!paths.length) throw new UsageError('manifests diff needs a folder or manifest files');
   const currentFiles = manifestFiles([config.manifestsDir]);
   // A folder is a whole new set; files replace (or add) the same-named files of the current folder.
@@ -117,6 +119,7 @@ function diff(config: NodeConfig, paths: string[], json: boolean): number {
     proposedFiles = [...byName.values()];
   }
   const proposed = checkFiles(proposedFiles, config.pluginsDir);
+  proposed.errors.push(...(await checkPluginData(proposed.manifests, config.pluginsDir)));
   if (proposed.errors.length) {
     for (const e of proposed.errors) process.stderr.write(`${e}\n`);
     process.stderr.write('corectl: the proposed manifests are invalid; a running node would keep its current routes\n');
@@ -165,7 +168,7 @@ function routes(config: NodeConfig, paths: string[], json: boolean): number {
   return errors.length ? 1 : 0;
 }
 
-export function main(argv: string[]): number {
+export function main(argv: string[]): number | Promise<number> {
   const json = argv.includes('--json');
   const args = argv.filter((a) => a !== '--json');
   const [group, cmd, ...rest] = args;
@@ -184,8 +187,16 @@ export function main(argv: string[]): number {
 }
 
 try {
-  process.exitCode = main(process.argv.slice(2));
+  // validate and diff import plugin definitions (ES modules), so they answer asynchronously.
+  Promise.resolve(main(process.argv.slice(2))).then(
+    (code) => void (process.exitCode = code),
+    (e) => fail(e),
+  );
 } catch (e) {
+  fail(e);
+}
+
+function fail(e: unknown): void {
   process.stderr.write(`corectl: ${(e as Error).message}\n`);
   if (e instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
   process.exitCode = e instanceof UsageError ? 2 : 1;

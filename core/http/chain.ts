@@ -16,9 +16,9 @@ import type { RouteSpec } from '../manifest/parse.ts';
 import type { Gates } from '../services/gates.ts';
 import type { OperationsService } from '../services/queue.ts';
 import { SseStream } from './sse.ts';
-import { RequestInput } from './input.ts';
+import { RequestInput, compileInput, type InputValidator } from './input.ts';
 import { NO_PARAMS } from './router.ts';
-import { createAjv, describeError } from '../manifest/schema.ts';
+import { STRICT_SCHEMAS, createAjv, describeError } from '../manifest/schema.ts';
 
 export interface ChainServices {
   auth: AuthService;
@@ -41,10 +41,15 @@ export interface BoundRoute {
   validateParams?: ValidateFunction;
   validateQuery?: ValidateFunction;
   validateBody?: ValidateFunction;
+  /** The merged path, body and query input of a route that declares `input` (input.ts). */
+  validateInput?: InputValidator;
 }
 
-const coercing = createAjv({ coerceTypes: true, useDefaults: true });
-const strict = createAjv({ useDefaults: true });
+const coercing = createAjv({ ...STRICT_SCHEMAS, coerceTypes: true, useDefaults: true });
+const strict = createAjv({ ...STRICT_SCHEMAS, useDefaults: true });
+// Merged input: the host converts path and query strings itself (input.ts); keys not declared are dropped.
+const merged = createAjv({ ...STRICT_SCHEMAS, useDefaults: true, removeAdditional: 'all' });
+const AJV_KEYS = new Map([[coercing, 'c'], [strict, 's'], [merged, 'm']]);
 
 /**
  * Compiled validators by schema text. Reloads build new schema objects each time; without this, every
@@ -55,7 +60,7 @@ const compiled = new Map<string, ValidateFunction>();
 export function bindRoute(spec: RouteSpec, handler: BoundHandler | undefined): BoundRoute {
   const compile = (ajv: typeof strict, schema: object | undefined, what: string) => {
     if (!schema) return undefined;
-    const key = `${ajv === strict ? 's' : 'c'}${JSON.stringify(schema)}`;
+    const key = `${AJV_KEYS.get(ajv)}${JSON.stringify(schema)}`;
     const hit = compiled.get(key);
     if (hit) return hit;
     try {
@@ -73,6 +78,7 @@ export function bindRoute(spec: RouteSpec, handler: BoundHandler | undefined): B
     validateParams: compile(coercing, spec.params, 'params'),
     validateQuery: typeof spec.query === 'object' ? compile(coercing, spec.query, 'query') : undefined,
     validateBody: compile(strict, spec.body.schema, 'body'),
+    validateInput: spec.input ? compileInput(spec.input, (schema) => compile(merged, schema, 'input')!) : undefined,
   };
 }
 
@@ -196,6 +202,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       if (r.validateParams && !r.validateParams(params)) throw invalid('path', r.validateParams);
       if (r.validateQuery && !r.validateQuery(query)) throw invalid('query', r.validateQuery);
       if (r.validateBody && !r.validateBody(body)) throw invalid('body', r.validateBody);
+      const values = r.validateInput?.({ path: params, query, body });
 
       // HEAD goes through every refusal of its GET route but runs no handler: GET handlers of the spec
       // change state (a login phrase issued, a session ended), and HEAD must not.
@@ -205,7 +212,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
         return;
       }
 
-      const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller);
+      const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller, values);
       if (parser === 'deferred') input.readBody = (into?: Buffer) => readDeferred(ctx, limit, into);
 
       svc.onHandler?.(spec.id, caller);

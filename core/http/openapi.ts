@@ -31,9 +31,11 @@ export function buildOpenApi(routes: BoundRoute[], version: string, title = 'cor
     const verb = s.method === 'SSE' || s.method === 'WS' ? 'get' : s.method.toLowerCase();
     for (const [i, full] of [s.path, ...s.aliases].entries()) {
       for (const { path, params } of expand(full)) {
-        const pschema = (s.params as any)?.properties ?? {};
-        const qschema = typeof s.query === 'object' ? ((s.query as any).properties ?? {}) : {};
-        const qreq: string[] = typeof s.query === 'object' ? ((s.query as any).required ?? []) : [];
+        // A route's merged `input`: its properties are the path parameters, and the query's when it reads one.
+        const input = s.input?.schema as any;
+        const pschema = input?.properties ?? (s.params as any)?.properties ?? {};
+        const qschema = input ? (s.input!.from.includes('query') ? (input.properties ?? {}) : {}) : typeof s.query === 'object' ? ((s.query as any).properties ?? {}) : {};
+        const qreq: string[] = input ? [] : typeof s.query === 'object' ? ((s.query as any).required ?? []) : [];
         const responses: Record<string, unknown> = {
           '200': {
             description: s.method === 'SSE' ? 'event stream' : s.envelope ? 'envelope' : 'reply',

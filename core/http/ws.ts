@@ -56,9 +56,16 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
     if (r.spec.level !== 'public' && !(await deps.auth.allows(r.spec.level, caller, hit.params[r.spec.appParam] ?? query[r.spec.appParam])))
       return refuse(401);
     if (r.validateParams && !r.validateParams(hit.params)) return refuse(400);
+    let values: Record<string, any> | undefined;
+    try {
+      values = r.validateInput?.({ path: hit.params, query, body: undefined });
+    } catch {
+      return refuse(400);
+    }
     const input: HandlerInput = {
       params: hit.params,
       query,
+      values: values ?? {},
       body: undefined,
       headers: req.headers,
       caller,

@@ -28,6 +28,8 @@ const FIELDS: [string, (r: RouteSpec) => unknown][] = [
   ['body.schema', (r) => r.body.schema ?? '-'],
   ['query', (r) => r.query],
   ['params', (r) => r.params ?? '-'],
+  ['input', (r) => r.input?.schema ?? '-'],
+  ['inputFrom', (r) => r.input?.from ?? '-'],
   ['statuses', (r) => r.statuses],
   ['appParam', (r) => r.appParam],
   ['summary', (r) => r.summary ?? '-'],

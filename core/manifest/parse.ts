@@ -8,6 +8,7 @@ import type { ErrorObject } from 'ajv';
 import { createAjv } from './schema.ts';
 import { YamlSource } from './yaml-source.ts';
 import { LEVELS, type Level } from '../plugin-api.ts';
+import type { InputSpec } from '../http/input.ts';
 
 const SCHEMA_FILE = new URL('../../manifests/manifest.schema.json', import.meta.url);
 const validateManifest = createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
@@ -31,6 +32,8 @@ export interface RouteSpec {
   body: { parser: Parser; limit: number; schema?: object };
   query: boolean | object;
   params?: object;
+  /** The merged path, body and query input (manifest `input` and `inputFrom`). */
+  input?: InputSpec;
   statuses: number[];
   removed: false | string;
   httpsOnly: boolean;
@@ -55,6 +58,8 @@ export interface Manifest {
   version: string;
   listener: string;
   routes: RouteSpec[];
+  /** The manifest's text, so later checks (a plugin's route data) can name `file:line:column` too. */
+  text: string;
 }
 
 export class ManifestError extends Error {}
@@ -80,7 +85,60 @@ export function parseManifest(text: string, file: string): Manifest {
     const oneOf = (t: string) => `${t.slice(0, t.lastIndexOf(': '))}: must be ${describeOneOf(err.schema)}`;
     throw new ManifestError(src.locate(err, err.keyword === 'oneOf' ? oneOf : undefined));
   }
-  return normalise(raw, file, src.of(['plugin']), (routeIndex) => src.of(['routes', routeIndex]));
+  const unknown = unknownSchemaKeyword(raw);
+  if (unknown) throw new ManifestError(`${src.ofKey(unknown.path)}: ${unknown.keyword} is not a JSON Schema keyword (${unknown.where})`);
+  return { ...normalise(raw, file, src.of(['plugin']), (routeIndex) => src.of(['routes', routeIndex])), text };
+}
+
+/** Locate a problem in a manifest's `x` block of route `routeIndex` (see core/manifest/route-data.ts). */
+export function locateInManifest(m: Manifest, keyPath: (string | number)[], err: ErrorObject, prefix = ''): string {
+  return new YamlSource(m.text, m.file).locate(err, undefined, keyPath, prefix);
+}
+
+// Every keyword this ajv knows, annotations (`default`, `title`) and the host's own included.
+const keywords = (createAjv({ strict: true }) as unknown as { RULES: { keywords: Record<string, boolean> } }).RULES.keywords;
+/** Keywords whose value is an object of schemas, a schema, or a list of schemas. */
+const SCHEMA_MAPS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependentSchemas'];
+const SCHEMA_ONE = ['additionalProperties', 'additionalItems', 'contains', 'propertyNames', 'not', 'if', 'then', 'else', 'unevaluatedProperties', 'unevaluatedItems', 'items'];
+const SCHEMA_LIST = ['allOf', 'anyOf', 'oneOf', 'items', 'prefixItems'];
+
+/**
+ * The first key of a route schema that is no JSON Schema keyword (ajv strict mode would refuse the schema;
+ * this finds where, so the error names the key's line and column). Walks every schema place of a manifest.
+ */
+function unknownSchemaKeyword(raw: any): { path: (string | number)[]; keyword: string; where: string } | undefined {
+  const places: (string | number)[][] = [];
+  for (const name of Object.keys(raw.schemas ?? {})) places.push(['schemas', name]);
+  const ofOptions = (base: (string | number)[], o: any) => {
+    if (!o || typeof o !== 'object') return;
+    if (o.params) places.push([...base, 'params']);
+    if (o.query && typeof o.query === 'object') places.push([...base, 'query']);
+    if (o.body?.schema) places.push([...base, 'body', 'schema']);
+    if (o.input) places.push([...base, 'input']);
+  };
+  ofOptions(['defaults'], raw.defaults);
+  (raw.routes ?? []).forEach((r: any, i: number) => ofOptions(['routes', i], r));
+  for (const place of places) {
+    const found = walkSchema(place.reduce((o: any, k) => o?.[k], raw), place);
+    if (found) return { ...found, where: place.join('.') };
+  }
+  return undefined;
+}
+
+function walkSchema(schema: any, at: (string | number)[]): { path: (string | number)[]; keyword: string } | undefined {
+  if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return undefined;
+  for (const [k, v] of Object.entries(schema)) {
+    if (!Object.hasOwn(keywords, k)) return { path: [...at, k], keyword: k };
+    let found: { path: (string | number)[]; keyword: string } | undefined;
+    if (SCHEMA_MAPS.includes(k) && v && typeof v === 'object')
+      for (const [name, sub] of Object.entries(v)) found ??= walkSchema(sub, [...at, k, name]);
+    if (k === 'dependencies' && v && typeof v === 'object')
+      for (const [name, sub] of Object.entries(v)) if (!Array.isArray(sub)) found ??= walkSchema(sub, [...at, k, name]);
+    if (SCHEMA_LIST.includes(k) && Array.isArray(v)) v.forEach((sub, i) => (found ??= walkSchema(sub, [...at, k, i])));
+    else if (SCHEMA_ONE.includes(k)) found ??= walkSchema(v, [...at, k]);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 export function loadManifestFile(file: string): Manifest {
@@ -144,6 +202,12 @@ function normalise(raw: any, file: string, source: string, where: (i: number) =>
     // Uploaded files are removed when the request ends; an operation's handler runs after that.
     if (o.operation && body.parser === 'multipart') throw new ManifestError(`${src}: route ${r.id}: an operation cannot take a multipart body`);
     const full = prefix + r.path;
+    let input: InputSpec | undefined;
+    if (o.input) {
+      if (r.params || typeof r.query === 'object' || r.body?.schema)
+        throw new ManifestError(`${src}: route ${r.id}: input declares the whole input; drop its params, query and body.schema`);
+      input = { from: o.inputFrom ?? ['path', 'body', 'query'], schema: inlineRefs(o.input, shared, src) };
+    }
     const aliases = [...(r.aliases ?? []), ...(raw.aliasPrefixes ?? []).map((p: string) => p + r.path)];
     return {
       id: r.id,
@@ -160,8 +224,10 @@ function normalise(raw: any, file: string, source: string, where: (i: number) =>
         limit: parseSize(body.limit),
         schema: body.schema ? inlineRefs(body.schema, shared, src) : undefined,
       },
-      query: typeof o.query === 'object' ? inlineRefs(o.query, shared, src) : (o.query ?? true),
-      params: o.params ? inlineRefs(o.params, shared, src) : undefined,
+      // A route whose input reads the query string takes one, whatever the defaults say.
+      query: input ? input.from.includes('query') || o.query !== false : typeof o.query === 'object' ? inlineRefs(o.query, shared, src) : (o.query ?? true),
+      params: input ? undefined : o.params ? inlineRefs(o.params, shared, src) : undefined,
+      input,
       statuses: o.statuses ?? [],
       removed: o.removed ? (typeof o.removed === 'string' ? o.removed : 'a later version') : false,
       httpsOnly: !!o.httpsOnly,
@@ -176,7 +242,7 @@ function normalise(raw: any, file: string, source: string, where: (i: number) =>
       source: src,
     } satisfies RouteSpec;
   });
-  return { file, source, plugin: raw.plugin, version: raw.version, listener, routes };
+  return { file, source, plugin: raw.plugin, version: raw.version, listener, routes, text: '' };
 }
 
 /** Replace `{$ref: '#/schemas/name'}` by the shared schema, so each route compiles on its own. */

@@ -8,8 +8,28 @@ const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as (a
 export function createAjv(opts: Options = {}): Ajv {
   const ajv = new Ajv({ allErrors: false, strict: false, ...opts });
   addFormats(ajv);
+  for (const k of HOST_KEYWORDS) ajv.addKeyword(k);
   return ajv;
 }
+
+/**
+ * Keywords the host adds to route input schemas (manifest `input:`). They carry no validation of their own:
+ * the host reads them when it compiles a route's input (core/http/input.ts).
+ *   coerce: list   a string is a comma-separated list, or a JSON array when it starts with `[`
+ *   coerce: json   a string is JSON text (an object or array given in a path segment or query string)
+ *   coerce: flag   true/false/1/0 (as text or JSON) become the integers 1/0 (daemons that read flags as ints)
+ *   errorMessage   the message for any failure of this property, after its name ("limit must be ...")
+ */
+export const HOST_KEYWORDS = [
+  { keyword: 'coerce', schemaType: 'string' as const, metaSchema: { enum: ['list', 'json', 'flag'] } },
+  { keyword: 'errorMessage', schemaType: 'string' as const },
+];
+
+/**
+ * Route schemas compile in ajv's strict mode: an unknown keyword (a misspelled `maxLenght`) is an error,
+ * not a constraint silently dropped. Type-combination warnings stay off (they would only log).
+ */
+export const STRICT_SCHEMAS: Options = { strict: true, strictTypes: false, strictTuples: false, strictRequired: false };
 
 /** `a.b.c: reason` for the first error; instancePath `/a/b/0` becomes `a.b[0]`. */
 export function describeError(prefix: string, e: ErrorObject): { path: string[]; text: string } {

@@ -9,6 +9,9 @@ import { bindRoute, type ChainServices } from '../http/chain.ts';
 import { loadManifestFile, type Manifest } from './parse.ts';
 import { buildTable } from '../http/table.ts';
 import { isManifestFile } from './watch.ts';
+import { checkRouteData } from './route-data.ts';
+import { pathToFileURL } from 'node:url';
+import type { PluginDefinition } from '../plugin-api.ts';
 
 /** Plugins built into the host: they have manifests but no folder under plugins/. */
 export const BUILTIN_PLUGINS = ['host'];
@@ -43,6 +46,34 @@ export function checkFiles(files: string[], pluginsDir: string): SetResult {
   }
   errors.push(...checkSet(manifests, pluginsDir));
   return { manifests, errors };
+}
+
+/**
+ * The checks that need the plugins' definitions (imported, never set up): each route's `x` block against
+ * its plugin's `routeData` schema. A plugin that cannot be imported is reported as the host would.
+ */
+export async function checkPluginData(manifests: Manifest[], pluginsDir: string, builtins: PluginDefinition[] = []): Promise<string[]> {
+  const errors: string[] = [];
+  for (const m of manifests) {
+    let def: PluginDefinition | undefined = builtins.find((b) => b.id === m.plugin);
+    const file = path.join(pluginsDir, m.plugin, 'index.ts');
+    if (!def && BUILTIN_PLUGINS.includes(m.plugin)) def = { id: m.plugin } as PluginDefinition;
+    if (!def) {
+      if (!fs.existsSync(file)) continue; // checkSet names the missing folder
+      try {
+        def = ((await import(pathToFileURL(file).href)) as { default?: PluginDefinition }).default;
+      } catch (e) {
+        errors.push(`${m.source}: plugin ${m.plugin} could not be loaded from ${file}: ${(e as Error).message}`);
+        continue;
+      }
+      if (!def || def.id !== m.plugin) {
+        errors.push(`${file}: the default export must be definePlugin({ id: '${m.plugin}', ... })`);
+        continue;
+      }
+    }
+    errors.push(...checkRouteData(m, def));
+  }
+  return errors;
 }
 
 const NO_SERVICES = {} as ChainServices; // tables built here only to find conflicts; they never serve

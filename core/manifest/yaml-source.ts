@@ -35,6 +35,13 @@ export class YamlSource {
     return this.at((this.doc.getIn(keyPath, true) as { range?: [number, number, number] } | undefined)?.range?.[0]);
   }
 
+  /** Where the key at the end of `keyPath` is written (its value's place when the key is not found). */
+  ofKey(keyPath: (string | number)[]): string {
+    const parent = this.doc.getIn(keyPath.slice(0, -1), true);
+    const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && p.key.value === keyPath[keyPath.length - 1]) : undefined;
+    return isScalar(pair?.key) && pair.key.range ? this.at(pair.key.range[0]) : this.of(keyPath);
+  }
+
   /**
    * `file:line:col: key: reason` for an ajv error: at the unknown key itself, else at the deepest node
    * that exists on the error's path. `prefix` names the object validated (a config section).

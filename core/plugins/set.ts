@@ -13,6 +13,7 @@ import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api
 import type { PluginState } from './state.ts';
 import { fromEnvText, type NodeConfig } from '../config.ts';
 import { createAjv, describeError } from '../manifest/schema.ts';
+import { checkRouteData } from '../manifest/route-data.ts';
 
 export interface Retired {
   id: string;
@@ -86,6 +87,11 @@ export class PluginSet {
       if (!def || typeof def.setup !== 'function' || def.id !== m.plugin)
         throw new Error(`${file}: the default export must be definePlugin({ id: '${m.plugin}', ... })`);
       this.entries.set(m.plugin, { def });
+    }
+    // Each route's `x` block against its plugin's routeData schema: a bad block fails the set here.
+    for (const m of manifests) {
+      const bad = checkRouteData(m, this.entries.get(m.plugin)!.def);
+      if (bad.length) throw new Error(bad.join('\n'));
     }
   }
 

@@ -48,7 +48,11 @@ export interface RpcClient {
 /** A client its creator owns: it can drop the kept-alive sockets (a disposed plugin, a changed endpoint). */
 export interface RpcConnection extends RpcClient {
   close(): void;
+  /** Drop the kept-alive sockets no call uses now (a stopping daemon waits for them to close). */
+  closeIdle(): void;
 }
+
+const IDLE_MS = 2000;
 
 export function createRpcClient(options: RpcClientOptions): RpcConnection {
   const name = options.name ?? 'daemon';
@@ -56,7 +60,10 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
   const concurrency = options.concurrency ?? 5;
   const url = new URL(options.url);
   const lib = url.protocol === 'https:' ? https : http;
-  const agent = new lib.Agent({ keepAlive: true, maxSockets: concurrency });
+  // A kept-alive socket idle for IDLE_MS is closed: a daemon told to stop (or sent SIGTERM) exits only once
+  // every RPC connection is gone, and otherwise waits its rpcservertimeout (30 s) for ours. Under load
+  // sockets are never idle that long, so the keep-alive gain stays.
+  const agent = new lib.Agent({ keepAlive: true, maxSockets: concurrency, timeout: IDLE_MS });
   const auth = options.user !== undefined ? 'Basic ' + Buffer.from(`${options.user}:${options.password ?? ''}`).toString('base64') : undefined;
   const where = `${url.protocol}//${url.host}${url.pathname}`;
   let nextId = 0;
@@ -166,5 +173,8 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
       });
     },
     close: () => agent.destroy(),
+    closeIdle() {
+      for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy();
+    },
   };
 }

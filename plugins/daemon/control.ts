@@ -30,6 +30,10 @@ export function createControl(settings: DaemonSettings, service: DaemonService, 
       return true;
     } catch (e) {
       return e instanceof RpcError && e.kind === 'rpc';
+    } finally {
+      // A stopping daemon waits until every open RPC connection closes (about 30 s with our kept-alive
+      // sockets): a probe must not leave one behind.
+      service.closeIdle();
     }
   }
 
@@ -95,6 +99,7 @@ export function createControl(settings: DaemonSettings, service: DaemonService, 
 
   async function stop(): Promise<void> {
     try {
+      // The client closes its idle sockets once `stop` is answered (lib/daemon-rpc/client.ts).
       await service.call('stop', [], { cache: false, timeoutMs: 10_000 });
     } catch (e) {
       if (!(e instanceof RpcError && e.kind === 'unreachable')) throw e;

@@ -6,10 +6,10 @@
 import path from 'node:path';
 import { VERSION, coreServices, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
 import { daemonService } from './api.ts';
+import { toApiError } from '../../lib/daemon-rpc/errors.ts';
+import { DAEMON_METHODS, methodTable } from '../../lib/daemon-rpc/methods.ts';
 import { createControl } from './control.ts';
-import { toApiError } from './errors.ts';
-import { methodTable } from './methods.ts';
-import { buildParams, rpcRoute } from './params.ts';
+import { routeData, rpcName, rpcParams, type RpcRoute } from './rpc-route.ts';
 import { createDaemonService } from './service.ts';
 import { configSchema } from './settings.ts';
 import { specialHandlers } from './special.ts';
@@ -18,12 +18,13 @@ export default definePlugin({
   id: 'daemon',
   version: VERSION,
   configSchema,
+  routeData,
   deps: { clock: coreServices.clock, node: coreServices.node, health: coreServices.health },
   provides: { daemon: daemonService },
   setup(ctx) {
     const settings = ctx.config;
     const service = createDaemonService(settings, ctx.clock);
-    const method = methodTable(settings.methods);
+    const method = methodTable(DAEMON_METHODS, settings.methods);
     const control = createControl(settings, service, path.join(ctx.node.dataDir, 'daemon'));
 
     // Not a login gate (facts §2.1): a dead daemon is reported, never blocks the node.
@@ -36,19 +37,24 @@ export default definePlugin({
       { required: false, timeoutMs: settings.health.timeoutMs + 500 },
     );
 
-    /** Call the daemon for a route; only public routes may be answered from the shared cache. */
+    /**
+     * Call the daemon for a route; only public routes may be answered from the shared cache. Callers who
+     * are not the operator or the core team wait in the public lane, so they cannot crowd out the
+     * operator's routes or the node's own callers (the explorer), which use the priority lane.
+     */
     async function call<T = unknown>(input: HandlerInput, name: string, params: unknown[], opts: { cache?: boolean } = {}): Promise<T> {
       try {
         const cache = input.route.level === 'public' && opts.cache !== false;
-        return await service.call<T>(method(name), params, { cache, signal: input.signal });
+        const lane = input.caller.isAdmin || input.caller.isCoreTeam ? 'priority' : 'public';
+        return await service.call<T>(method(name), params, { cache, signal: input.signal, lane });
       } catch (e) {
         throw toApiError(e);
       }
     }
 
     async function relay(input: HandlerInput) {
-      const route = rpcRoute(input.route.meta, input.route.id);
-      return call(input, route.rpc, buildParams(route, input));
+      const meta = input.route.meta as RpcRoute;
+      return call(input, rpcName(meta, input.route.id), rpcParams(meta, input.values));
     }
 
     const controlled = (fn: () => Promise<unknown>) => async () => {

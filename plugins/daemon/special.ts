@@ -3,7 +3,7 @@
  * by height resolved to a hash first (so only blocks by hash are ever cached), the node list's `limit`.
  */
 import type { HandlerInput } from '../../core/plugin-api.ts';
-import { buildParams, invalid, rpcRoute } from './params.ts';
+import { rpcParams, type RpcRoute } from './rpc-route.ts';
 
 export type RouteCall = <T = unknown>(input: HandlerInput, name: string, params: unknown[], opts?: { cache?: boolean }) => Promise<T>;
 
@@ -19,7 +19,7 @@ function without(value: unknown, keys: string[]): unknown {
 }
 
 export function specialHandlers(call: RouteCall) {
-  const paramsOf = (input: HandlerInput) => buildParams(rpcRoute(input.route.meta, input.route.id), input);
+  const paramsOf = (input: HandlerInput) => rpcParams(input.route.meta as RpcRoute, input.values);
   return {
     getinfo: async (input: HandlerInput) => without(await call(input, 'getinfo', []), WALLET_INFO),
 
@@ -36,10 +36,10 @@ export function specialHandlers(call: RouteCall) {
     },
 
     listcorenodes: async (input: HandlerInput) => {
-      const limit = input.query.limit;
-      if (limit !== undefined && !/^[1-9][0-9]{0,6}$/.test(String(limit))) throw invalid('limit must be a whole number from 1 to 9999999');
+      // `limit` is declared in the route's input (1 to 9999999); it is the node's, not a daemon parameter.
+      const limit = input.values.limit as number | undefined;
       const list = await call(input, 'listcorenodes', paramsOf(input));
-      return limit !== undefined && Array.isArray(list) ? list.slice(0, Number(limit)) : list;
+      return limit !== undefined && Array.isArray(list) ? list.slice(0, limit) : list;
     },
   };
 }

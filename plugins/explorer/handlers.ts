@@ -60,10 +60,10 @@ export function explorerHandlers({ rpc, store, scanner, startHeight, pageLimit }
   const check = new AddressCheck(rpc);
   let busy: Promise<unknown> | null = null;
 
-  async function addressOf({ params, query }: HandlerInput): Promise<string> {
-    const raw = params.address ?? query.address;
-    if (raw === undefined || raw === '') throw bad('No address provided');
-    const given = String(raw);
+  /** `address` as the manifest declares it (path segment, else query), merged and checked by the host. */
+  async function addressOf({ values }: HandlerInput): Promise<string> {
+    const given: string | undefined = values.address;
+    if (given === undefined) throw bad('No address provided');
     // One spelling per address, so an upper-case bech32 address finds what the lower-case one holds.
     const address = canonicalAddress(given);
     if (address === null) throw bad(`Invalid address: ${given.slice(0, 128)} is not a base58check or bech32 address (bech32 in one case)`);
@@ -71,7 +71,7 @@ export function explorerHandlers({ rpc, store, scanner, startHeight, pageLimit }
     return address;
   }
 
-  /** `limit`, `offset` and `cursor` of a list route (checked by the manifest's query schema; bounds here). */
+  /** `limit`, `offset` and `cursor` of a list route (declared in the route's manifest input; bounds here). */
   function pageOf<C>(query: Record<string, any>, parse: (m: RegExpExecArray) => C, form: RegExp): Page<C> & { asked: boolean } {
     const limit = query.limit === undefined ? pageLimit : Number(query.limit);
     if (limit > pageLimit) throw bad(`limit must be at most ${pageLimit}`);
@@ -119,7 +119,7 @@ export function explorerHandlers({ rpc, store, scanner, startHeight, pageLimit }
   const handlers = {
     utxo: async (input: HandlerInput) => {
       const address = await addressOf(input);
-      const page = pageOf(input.query, (m) => ({ height: Number(m[1]), txid: m[2], vout: Number(m[3]) }), UTXO_CURSOR);
+      const page = pageOf(input.values, (m) => ({ height: Number(m[1]), txid: m[2], vout: Number(m[3]) }), UTXO_CURSOR);
       const tip = store.tip()?.height;
       const rows = await store.utxos(address, { ...page, limit: page.limit + 1 }).catch(fromStore);
       const out = rows.map((u) => ({ ...u, confirmations: tip === undefined ? 0 : tip - u.height + 1 }));
@@ -127,7 +127,7 @@ export function explorerHandlers({ rpc, store, scanner, startHeight, pageLimit }
     },
     transactions: async (input: HandlerInput) => {
       const address = await addressOf(input);
-      const page = pageOf(input.query, (m) => ({ height: Number(m[1]), txid: m[2] }), TX_CURSOR);
+      const page = pageOf(input.values, (m) => ({ height: Number(m[1]), txid: m[2] }), TX_CURSOR);
       const rows = await store.transactions(address, { ...page, limit: page.limit + 1 }).catch(fromStore);
       return paged(rows, page, txCursor, (transactions, next) => (next ? { address, transactions, next } : { address, transactions }));
     },
@@ -168,11 +168,10 @@ export function explorerHandlers({ rpc, store, scanner, startHeight, pageLimit }
         scanner.start();
         return 'Explorer database reindex initiated';
       }),
-    rescan: async ({ params, query }: HandlerInput) => {
-      const raw = params.blockheight ?? query.blockheight;
-      if (raw === undefined || raw === '') throw bad('No blockheight provided');
-      if (!/^-?\d{1,15}$/.test(String(raw))) throw bad(`Block height must be an integer, got '${String(raw).slice(0, 32)}'`);
-      const height = Number(raw);
+    rescan: async ({ values }: HandlerInput) => {
+      // An integer (path segment, else query) as the manifest declares it, converted and checked by the host.
+      const height: number | undefined = values.blockheight;
+      if (height === undefined) throw bad('No blockheight provided');
       if (height < 0) throw bad('BlockHeight lower than 0');
       const scanned = scannedHeight();
       if (scanned === null) throw new ApiError(404, 'NotFound', 'No scanned height found');

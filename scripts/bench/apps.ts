@@ -16,7 +16,7 @@ import path from 'node:path';
 import Datastore from 'nedb-promises';
 import Docker from 'dockerode';
 import { ensureDocker, stopDocker, unmountUnder } from '../../test/support/docker.ts';
-import { bitcoinWallet } from '../../test/identity/keys.ts';
+import { bitcoinWallet } from '../../test/support/wallets.ts';
 import { freeAppPort, hardNofile, signedMessage, startAppsNode, v3Spec } from '../../test/apps/support.ts';
 import { Engine } from '../../plugins/apps/engine.ts';
 import { Installer, type InstalledApp } from '../../plugins/apps/installer.ts';

@@ -142,7 +142,7 @@ async function pool<T, R>(items: T[], n: number, fn: (x: T) => Promise<R>): Prom
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // Imported when used: the server process must load bitcoinjs-message only after its secp256k1 choice.
-const freshWallet = async () => (await import('../../test/identity/keys.ts')).bitcoinWallet(true);
+const freshWallet = async () => (await import('../../test/support/wallets.ts')).bitcoinWallet(true);
 
 async function authenticated(base: string): Promise<string[]> {
   const wallet = await freshWallet();

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { ensureDocker, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
-import { ethereumWallet } from '../identity/keys.ts';
+import { ethereumWallet } from '../support/wallets.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, pay, probe, signedMessage, startAppsNode, until, v3Spec, v8Spec, type AppsNode } from './support.ts';
 
 describe('apps: register, pay, install', function () {

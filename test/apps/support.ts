@@ -10,10 +10,9 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { startNode, type Answer, type TestNode } from '../support/node.ts';
 import { freePortIn, unmountUnder, type TestDocker } from '../support/docker.ts';
 import type { Regtest } from '../support/litecoind.ts';
-import { bitcoinWallet, type TestWallet } from '../identity/keys.ts';
-import { login } from '../identity/node.ts';
+import { bitcoinWallet, type TestWallet } from '../support/wallets.ts';
+import { login } from '../support/wallets.ts';
 
-export const MANIFESTS = ['host', 'core', 'identity', 'daemon', 'explorer', 'apps'];
 
 export function hardNofile(): number {
   const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
@@ -57,8 +56,6 @@ export interface NodeOptions {
 }
 
 export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
-  const manifestsDir = tmp('manifests');
-  for (const m of MANIFESTS) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${m}.yaml`), path.join(manifestsDir, `${m}.yaml`));
   const dataDir = o.dataDir ?? tmp('node');
   const policyFile = path.join(dataDir, 'policy-source.json');
   if (o.policy !== false && !fs.existsSync(policyFile)) await writePolicy(policyFile, o.wallets.coreTeam);
@@ -83,12 +80,11 @@ export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
   } else {
     config.plugins = { daemon: false, explorer: false };
   }
-  const node = (await startNode({ manifestsDir, dataDir, config })) as AppsNode;
+  const node = (await startNode({ plugins: ['identity', 'daemon', 'explorer', 'apps'], dataDir, config })) as AppsNode;
   node.policyFile = policyFile;
   const close = node.close;
   node.close = async (opts) => {
     await close({ keepData: true });
-    fs.rmSync(manifestsDir, { recursive: true, force: true });
     if (!opts?.keepData && !o.dataDir) {
       await unmountUnder(dataDir);
       fs.rmSync(dataDir, { recursive: true, force: true });
@@ -99,17 +95,7 @@ export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
   return node;
 }
 
-export function data(a: Answer): any {
-  assert.equal(a.status, 200, a.text);
-  assert.equal(a.json?.status, 'success', a.text);
-  return a.json.data;
-}
-
-export function error(a: Answer): { code: number | string; name: string; message: string } {
-  assert.equal(a.status, 200, a.text);
-  assert.equal(a.json?.status, 'error', a.text);
-  return a.json.data;
-}
+export { ok as data, err as error } from '../support/envelope.ts';
 
 /** The lines of a newline-delimited JSON answer. */
 export function ndjson(a: Answer): any[] {

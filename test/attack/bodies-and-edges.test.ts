@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { bitcoinWallet } from '../identity/keys.ts';
+import { bitcoinWallet } from '../support/wallets.ts';
 import { during, spawnNode, type NodeProcess } from './node-process.ts';
 
 const log = (...a: unknown[]) => process.env.ATTACK_LOG && console.log(...a);

@@ -10,12 +10,12 @@ import path from 'node:path';
 import { WebSocket } from 'ws';
 import type { BoundRoute } from '../../core/http/chain.ts';
 import { REPO_ROOT, resolveConfig } from '../../core/config.ts';
-import { createDeployerHost } from '../deployer/env.ts';
+import { createDeployerHost } from '../support/deployer.ts';
 import type { Host } from '../../core/host.ts';
 import { loadManifestDir, type RouteSpec } from '../../core/manifest/parse.ts';
 import { wireStatuses } from '../../core/http/openapi.ts';
 import { startNode, tempDir, type TestNode } from '../support/node.ts';
-import { assertValidOpenApi } from './openapi-check.ts';
+import { assertValidOpenApi } from '../support/openapi.ts';
 import { probesFor, send, type Outcome, type Probe } from './probe.ts';
 
 const MANIFESTS = path.join(REPO_ROOT, 'manifests');

@@ -64,11 +64,4 @@ export async function startCoreNode(opts: StartOptions = {}): Promise<TestNode> 
   };
 }
 
-/** Poll `fn` until it returns a truthy value (no timed assertions: mocha's timeout bounds the wait). */
-export async function eventually<T>(fn: () => Promise<T> | T, everyMs = 20): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
-  for (;;) {
-    const v = await fn();
-    if (v) return v as Exclude<T, false | null | undefined | 0 | ''>;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+export { eventually } from '../support/wait.ts';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { assertValidOpenApi as assertValid } from '../contract/openapi-check.ts';
+import { assertValidOpenApi as assertValid } from '../support/openapi.ts';
 import { VERSION } from '../../core/version.ts';
 import type { TestNode } from '../support/node.ts';
 import { startCoreNode, startFixtureNode } from './helpers.ts';

@@ -105,10 +105,14 @@ async function cookieDaemon() {
     for (let i = 0; ; i++) {
       if (fs.existsSync(cookie)) {
         const [user, password] = fs.readFileSync(cookie, 'utf8').split(':');
+        const probe = createRpcClient({ url: `http://127.0.0.1:${rpcPort}/`, user, password });
         try {
-          await createRpcClient({ url: `http://127.0.0.1:${rpcPort}/`, user, password }).call('getblockcount');
+          await probe.call('getblockcount');
           return;
-        } catch {}
+        } catch {
+        } finally {
+          probe.close(); // an open connection would hold the daemon's next stop for 30 s
+        }
       }
       if (i > 300) throw new Error('cookie litecoind did not start');
       await new Promise((r) => setTimeout(r, 100));

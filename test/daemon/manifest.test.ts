@@ -3,12 +3,17 @@
  * reference's, every reference daemon route is either served or a wallet/shielded call left out on purpose.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { startNode } from '../support/node.ts';
 import { REPO_ROOT } from '../../core/config.ts';
 import { loadManifestFile } from '../../core/manifest/parse.ts';
-import { rpcRoute } from '../../plugins/daemon/params.ts';
-import { DAEMON_METHODS } from '../../plugins/daemon/methods.ts';
+import { inputKeys, rpcName, type RpcRoute } from '../../plugins/daemon/rpc-route.ts';
+import { DAEMON_METHODS } from '../../lib/daemon-rpc/methods.ts';
+import daemonPlugin from '../../plugins/daemon/index.ts';
+import { checkRouteData } from '../../core/manifest/route-data.ts';
 
 const manifest = loadManifestFile(path.join(REPO_ROOT, 'manifests/daemon.yaml'));
 // Copies of the contract's daemon and benchmark rows (routes-8.17.tsv) and sections (node-api.md).
@@ -35,11 +40,15 @@ const nameOf = (p: string) => p.split('/')[2];
 const live = manifest.routes.filter((r) => !r.removed);
 
 describe('daemon manifest', () => {
-  it('has a well-formed x block on every route (types, limits, patterns)', () => {
+  it('has a well-formed x block on every route, and a bounded input schema (types, limits, patterns)', () => {
+    assert.deepEqual(checkRouteData(manifest, daemonPlugin), []);
     for (const r of live) {
-      const rpc = rpcRoute(r.meta, r.id);
-      assert.match(rpc.rpc, /^[a-z0-9_]+$/, r.id);
-      for (const p of rpc.params) if (!p.fields) assert.ok(p.maxLength > 0 && p.maxLength <= 9_000_000, `${r.id} ${p.name}`);
+      assert.match(rpcName(r.meta as RpcRoute, r.id), /^[a-z0-9_]+$/, r.id);
+      for (const [name, p] of Object.entries<any>((r.input?.schema as any)?.properties ?? {})) {
+        // Every string (or list item) the daemon receives has a length bound.
+        const s = p.type === 'array' && p.items ? p.items : p;
+        if (s.type === 'string' && !s.enum) assert.ok(s.maxLength > 0 && s.maxLength <= 9_000_000, `${r.id} ${name}`);
+      }
       if (r.method === 'POST') {
         assert.equal(r.body.parser, 'raw-json', r.id);
         assert.ok(r.body.limit <= 9 * 1024 * 1024, r.id);
@@ -47,12 +56,12 @@ describe('daemon manifest', () => {
     }
   });
 
-  it('routes every path parameter to an RPC parameter of the same name', () => {
+  it('routes every path parameter to an RPC parameter of the same name, each declared in the route input', () => {
     for (const r of live) {
-      const names = new Set<string>();
-      const walk = (ps: ReturnType<typeof rpcRoute>['params']) => ps.forEach((p) => (p.fields ? walk(p.fields) : [p.name, ...(p.from ?? [])].forEach((n) => names.add(n))));
-      walk(rpcRoute(r.meta, r.id).params);
+      const names = new Set(inputKeys(r.meta as RpcRoute));
+      const declared = Object.keys((r.input?.schema as any)?.properties ?? {});
       for (const seg of r.path.matchAll(/:([A-Za-z]+)\?/g)) assert.ok(names.has(seg[1]), `${r.id}: path parameter ${seg[1]} is not declared`);
+      for (const n of names) assert.ok(declared.includes(n), `${r.id}: ${n} is not in the route's input schema`);
     }
   });
 
@@ -73,7 +82,7 @@ describe('daemon manifest', () => {
       assert.equal(route.removed, LEFT_OUT.has(name) || name.startsWith('z') ? '8.19.0' : false, `${ref.method} ${ref.path}`);
       if (route.removed) assert.equal(route.handler, undefined, route.id);
     }
-    for (const r of live) assert.ok(!/^z|wallet|privkey/.test(rpcRoute(r.meta, r.id).rpc), r.id);
+    for (const r of live) assert.ok(!/^z|wallet|privkey/.test(rpcName(r.meta as RpcRoute, r.id)), r.id);
   });
 
   it('serves every daemon path the spec lists', () => {
@@ -91,3 +100,54 @@ describe('daemon manifest', () => {
     assert.equal(DAEMON_METHODS.corenodecurrentwinner, 'legacynodecurrentwinner');
   });
 });
+
+describe('daemon manifest: corectl manifests validate checks the x blocks', function () {
+  this.timeout(60_000);
+
+  it('a misspelled key in a route x block fails validation with file:line:column', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'daemonlib-validate-'));
+    try {
+      const config = path.join(dir, 'node.yaml');
+      fs.writeFileSync(config, `dataDir: ${dir}/data\nmanifestsDir: ${dir}/manifests\npluginsDir: ${path.join(REPO_ROOT, 'plugins')}\n`);
+      fs.mkdirSync(path.join(dir, 'manifests'));
+      const text = fs.readFileSync(path.join(REPO_ROOT, 'manifests/daemon.yaml'), 'utf8');
+      const good = path.join(dir, 'manifests/daemon.yaml');
+      fs.writeFileSync(good, text);
+      const ok = await corectl(['manifests', 'validate', good], config);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(ok.stdout, /^ok: 1 manifest\(s\), \d+ route\(s\)/);
+
+      // `parms` for `params` on getblockhash: the route would answer 500 at request time; now it never loads.
+      const lines = text.split('\n');
+      const at = lines.findIndex((l) => l.includes('x: { params: [index] }'));
+      assert.ok(at > 0);
+      lines[at] = lines[at].replace('params', 'parms');
+      const bad = path.join(dir, 'manifests/daemon.yaml');
+      fs.writeFileSync(bad, lines.join('\n'));
+      const res = await corectl(['manifests', 'validate', bad], config);
+      assert.equal(res.code, 1, res.stdout);
+      const col = lines[at].indexOf('parms') + 1;
+      assert.ok(res.stderr.includes(`${bad}:${at + 1}:${col}: x.parms: is not a known key`), res.stderr);
+
+      // The host refuses the same file when it loads it.
+      const node = await startNode({ manifestsDir: path.join(dir, 'manifests'), config: { pluginsDir: path.join(REPO_ROOT, 'plugins') } }).then(
+        (n) => n.close().then(() => null),
+        (e: Error) => e,
+      );
+      assert.ok(node && node.message.includes(`:${at + 1}:${col}: x.parms: is not a known key`), String(node));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+function corectl(args: string[], config: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/corectl.ts'), ...args],
+      { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: config }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}

@@ -1,7 +1,7 @@
 /** `npm run deployer`: configuration entirely from env, validated at start with messages naming the variable. */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { createDeployerHost, deployerConfigFromEnv, describeStartError } from './env.ts';
+import { createDeployerHost, deployerConfigFromEnv, describeStartError } from '../support/deployer.ts';
 import { createAjv } from '../../core/manifest/schema.ts';
 import { configSchema } from '../../plugins/deployer/config.ts';
 import { Repo, freePort, nodeApp, runCli, tempDir, testEnv, waitFor } from './support.ts';

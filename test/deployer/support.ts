@@ -3,6 +3,7 @@
  * commit id, the real deployer host configured from env, and GitHub payloads from @octokit/webhooks-examples
  * re-pointed at the temp repository.
  */
+import { eventually } from '../support/wait.ts';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -12,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { sign } from '@octokit/webhooks-methods';
 import { REPO_ROOT } from '../../core/config.ts';
-import { createDeployerHost, deployerConfigFromEnv } from './env.ts';
+import { createDeployerHost, deployerConfigFromEnv } from '../support/deployer.ts';
 import type { Host } from '../../core/host.ts';
 import { fetchAnswer, type Answer } from '../support/node.ts';
 
@@ -194,16 +195,8 @@ export function fixture(name: string): any {
   return JSON.parse(fs.readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8'));
 }
 
-/** Poll until `fn` returns a truthy value (bounded; no assertion on how long it took). */
-export async function waitFor<T>(fn: () => Promise<T> | T, what: string, limitMs = 60_000): Promise<T> {
-  const end = Date.now() + limitMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Poll until `fn` returns a truthy value, for at most `limitMs` (test/support/wait.ts). */
+export const waitFor = <T>(fn: () => Promise<T> | T, what: string, limitMs = 60_000) => eventually(fn, { what, timeoutMs: limitMs, everyMs: 50 });
 
 /** Wait until no deployment runs, waits in the slot or is being debounced; returns the idle status. */
 export async function settled(d: TestDeployer): Promise<any> {

@@ -1,22 +1,15 @@
-/**
- * A node serving the host, core, identity, daemon and explorer manifests (copied to a temp folder, so work
- * in progress in other plugins cannot break these tests), pointed at a real litecoind; and HTTP helpers.
- */
+/** A node serving the identity, daemon and explorer plugins, pointed at a real litecoind; and HTTP helpers. */
+import { eventually } from '../support/wait.ts';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { REPO_ROOT } from '../../core/config.ts';
-import { startNode, tempDir, type Answer, type StartOptions, type TestNode } from '../support/node.ts';
+import { manifestsFor, startNode, type Answer, type StartOptions, type TestNode } from '../support/node.ts';
 import type { Regtest } from '../support/litecoind.ts';
 import type { IndexReader } from './support.ts';
+import { err as error, ok as data } from '../support/envelope.ts';
 
-export const MANIFESTS = ['host', 'node', 'identity', 'daemon', 'explorer'];
+export { data, error };
 
-export function explorerManifests(): string {
-  const dir = tempDir('corenode-explorer-manifests-');
-  for (const m of MANIFESTS) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${m}.yaml`), path.join(dir, `${m}.yaml`));
-  return dir;
-}
+/** The manifests of an explorer node (so work in progress in other plugins cannot break these tests). */
+export const explorerManifests = () => manifestsFor(['identity', 'daemon', 'explorer']);
 
 /** Node config for a regtest daemon, as an operator would write it. */
 export function explorerConfig(ltc: Regtest, explorer: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
@@ -28,27 +21,9 @@ export function explorerConfig(ltc: Regtest, explorer: Record<string, unknown> =
 }
 
 export async function startExplorerNode(ltc: Regtest, explorer: Record<string, unknown> = {}, opts: StartOptions & { extra?: Record<string, unknown> } = {}): Promise<TestNode> {
-  const manifestsDir = explorerManifests();
-  const node = await startNode({ ...opts, manifestsDir, config: { ...explorerConfig(ltc, explorer, opts.extra), ...opts.config } });
-  const close = node.close;
-  node.close = async (o) => {
-    await close(o);
-    fs.rmSync(manifestsDir, { recursive: true, force: true });
-  };
-  return node;
+  return startNode({ plugins: ['identity', 'daemon', 'explorer'], ...opts, config: { ...explorerConfig(ltc, explorer, opts.extra), ...opts.config } });
 }
 
-export function data(a: Answer): any {
-  assert.equal(a.status, 200, a.text);
-  assert.equal(a.json?.status, 'success', a.text);
-  return a.json.data;
-}
-
-export function error(a: Answer): { code: number | string; name: string; message: string } {
-  assert.equal(a.status, 200, a.text);
-  assert.equal(a.json?.status, 'error', a.text);
-  return a.json.data;
-}
 
 /** The index as the public routes answer it, every page of it (following X-Explorer-Next-Cursor). */
 export function httpReader(node: { get(p: string): Promise<Answer> }, form: 'query' | 'path' = 'query'): IndexReader {
@@ -75,14 +50,8 @@ export function httpReader(node: { get(p: string): Promise<Answer> }, form: 'que
   };
 }
 
-/** Poll until `cond` holds (bounded by count, not by time). */
-export async function until(cond: () => Promise<boolean>, tries = 800): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail('condition never held');
-}
+/** Poll until `cond` holds, at most `tries` times 25 ms (test/support/wait.ts). */
+export const until = (cond: () => Promise<boolean>, tries = 800): Promise<true> => eventually(cond, { what: 'the condition', timeoutMs: tries * 25, everyMs: 25 });
 
 /** Wait until the node's index reached the daemon's tip (read through the public route). */
 export async function synced(node: { get(p: string): Promise<Answer> }, ltc: Regtest): Promise<number> {

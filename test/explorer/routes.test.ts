@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import type { TestNode } from '../support/node.ts';
-import { bitcoinWallet } from '../identity/keys.ts';
-import { login } from '../identity/node.ts';
+import { bitcoinWallet } from '../support/wallets.ts';
+import { login } from '../support/wallets.ts';
 import { activity, assertMatchesDaemon, walletAddresses } from './support.ts';
 import { data, error, httpReader, startExplorerNode, synced, until } from './node.ts';
 import { prepareIndex, storeKinds } from './stores.ts';

@@ -13,8 +13,8 @@ import path from 'node:path';
 import { WebSocket } from 'ws';
 import { newPhrase } from '../../plugins/identity/phrases.ts';
 import { Client, attackerAddresses, eventually, pool } from './client.ts';
-import { bitcoinWallet } from './keys.ts';
-import { authHeader } from './node.ts';
+import { bitcoinWallet } from '../support/wallets.ts';
+import { authHeader } from '../support/wallets.ts';
 import { figure, figures, spawnNode, tempFolder, type NodeProcess } from './process.ts';
 
 const admin = bitcoinWallet();

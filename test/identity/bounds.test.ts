@@ -8,8 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
 import { eventually } from './client.ts';
-import { bitcoinWallet, ethereumWallet } from './keys.ts';
-import { authHeader, login, startIdentityNode, type LoggedIn } from './node.ts';
+import { bitcoinWallet, ethereumWallet } from '../support/wallets.ts';
+import { startIdentityNode } from './node.ts';
+import { authHeader, login, type LoggedIn } from '../support/wallets.ts';
 
 const admin = bitcoinWallet();
 const team = bitcoinWallet();

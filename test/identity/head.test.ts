@@ -5,8 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import type { TestNode } from '../support/node.ts';
-import { bitcoinWallet } from './keys.ts';
-import { login, startIdentityNode } from './node.ts';
+import { bitcoinWallet } from '../support/wallets.ts';
+import { startIdentityNode } from './node.ts';
+import { login } from '../support/wallets.ts';
 
 const admin = bitcoinWallet();
 

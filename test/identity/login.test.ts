@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import NeDB from 'nedb-promises';
 import path from 'node:path';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
-import { bitcoinWallet, ethereumWallet } from './keys.ts';
-import { authHeader, login, startIdentityNode } from './node.ts';
+import { bitcoinWallet, ethereumWallet } from '../support/wallets.ts';
+import { startIdentityNode } from './node.ts';
+import { authHeader, login } from '../support/wallets.ts';
 import { BITCOIN_VECTORS } from './vectors.ts';
 
 const admin = bitcoinWallet();

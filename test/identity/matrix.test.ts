@@ -15,8 +15,8 @@ import { createAjv } from '../../core/manifest/schema.ts';
 import type { BoundRoute } from '../../core/http/chain.ts';
 import type { Level } from '../../core/plugin-api.ts';
 import { startNode, tempDir, type TestNode } from '../support/node.ts';
-import { bitcoinWallet, ethereumWallet, type TestWallet } from './keys.ts';
-import { login } from './node.ts';
+import { bitcoinWallet, ethereumWallet, type TestWallet } from '../support/wallets.ts';
+import { login } from '../support/wallets.ts';
 
 const CALLERS = ['public', 'user', 'appowner', 'coreteam', 'admin'] as const;
 type CallerLevel = (typeof CALLERS)[number];

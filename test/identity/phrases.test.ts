@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
 import { Client, attackerAddresses, pool } from './client.ts';
-import { bitcoinWallet } from './keys.ts';
-import { authHeader, startIdentityNode } from './node.ts';
+import { bitcoinWallet } from '../support/wallets.ts';
+import { startIdentityNode } from './node.ts';
+import { authHeader } from '../support/wallets.ts';
 import { WindowLimiter, addressKey } from '../../plugins/identity/limits.ts';
 
 const admin = bitcoinWallet();

@@ -1,8 +1,9 @@
 /** Session routes, levels, logout from every cache, expiry, restart, privilege check and app owners. */
 import assert from 'node:assert/strict';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
-import { bitcoinWallet, ethereumWallet } from './keys.ts';
-import { login, startIdentityNode, type LoggedIn } from './node.ts';
+import { bitcoinWallet, ethereumWallet } from '../support/wallets.ts';
+import { startIdentityNode } from './node.ts';
+import { login, type LoggedIn } from '../support/wallets.ts';
 
 const admin = bitcoinWallet();
 const team = bitcoinWallet();

@@ -6,7 +6,7 @@ import { base58Decode, base58Encode, idKind, p2pkhAddress } from '../../plugins/
 import crypto from 'node:crypto';
 import { PHRASE_FORM, newPhrase, phraseKind, randomChars } from '../../plugins/identity/phrases.ts';
 import { verifierBackend, verifyBitcoin, verifyEthereum, verifySignature } from '../../plugins/identity/verify.ts';
-import { bitcoinWallet } from './keys.ts';
+import { bitcoinWallet } from '../support/wallets.ts';
 import { BITCOIN_VECTORS, ETH, PUBKEY, PUBKEY_SIG } from './vectors.ts';
 
 const KEY = crypto.randomBytes(32);

@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
 import { TestClock, type TestNode } from '../support/node.ts';
-import { bitcoinWallet, ethereumWallet } from './keys.ts';
+import { bitcoinWallet, ethereumWallet } from '../support/wallets.ts';
 import { eventually } from './client.ts';
-import { login, startIdentityNode } from './node.ts';
+import { startIdentityNode } from './node.ts';
+import { login } from '../support/wallets.ts';
 
 interface Waiting {
   ws: WebSocket;

@@ -105,6 +105,8 @@ export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promi
       if (stopped) return;
       stopped = true;
       await rpc.call('stop').catch(() => undefined);
+      // litecoind exits only once every RPC connection is closed (rpcservertimeout, 30 s): close ours.
+      rpc.close();
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
       await exited;
       clearTimeout(timer);

@@ -54,6 +54,11 @@ export class TestClock implements Clock {
 }
 
 export interface StartOptions {
+  /**
+   * The plugins this node serves: their manifests (with the host's and the node plugin's, always) are
+   * copied into a temp folder, so a test depends on no other plugin. Ignored when `manifestsDir` is given.
+   */
+  plugins?: string[];
   /** Config keys merged over the test defaults. */
   config?: Record<string, unknown>;
   dataDir?: string;
@@ -65,13 +70,21 @@ export interface StartOptions {
   onHandler?: (routeId: string, caller: import('../../core/plugin-api.ts').Caller) => void;
 }
 
+/** A temp folder with the manifests of the host, the node plugin and `plugins`. */
+export function manifestsFor(plugins: string[]): string {
+  const dir = tempDir('corenode-manifests-');
+  for (const p of new Set(['host', 'node', ...plugins])) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(dir, `${p}.yaml`));
+  return dir;
+}
+
 export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
   const dataDir = opts.dataDir ?? tempDir();
+  const manifestsDir = opts.manifestsDir ?? (opts.plugins ? manifestsFor(opts.plugins) : undefined);
   const config = resolveConfig(
     {
       api: { port: 0, host: '127.0.0.1' },
       dataDir,
-      manifestsDir: opts.manifestsDir ?? path.join(REPO_ROOT, 'manifests'),
+      manifestsDir: manifestsDir ?? path.join(REPO_ROOT, 'manifests'),
       log: { level: process.env.TEST_LOG ?? 'silent' },
       watch: opts.watch ?? false,
       ...opts.config,
@@ -98,6 +111,7 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
     async close(o = {}) {
       await host.close();
       if (!o.keepData && !opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+      if (manifestsDir && !opts.manifestsDir) fs.rmSync(manifestsDir, { recursive: true, force: true });
     },
   };
 }

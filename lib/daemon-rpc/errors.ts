@@ -1,9 +1,9 @@
 /** Daemon failures as envelope errors: the daemon's own code and message, or one clear transport error. */
 import { ApiError } from '../../core/plugin-api.ts';
-import { RpcError } from '../../lib/daemon-rpc/rpc.ts';
+import { RpcError } from './rpc.ts';
 
 /** Names for the daemons' standard JSON-RPC error codes (bitcoind's rpc/protocol.h, shared by its forks). */
-const RPC_NAMES: Record<number, string> = {
+export const RPC_ERROR_NAMES: Readonly<Record<number, string>> = Object.freeze({
   [-32600]: 'InvalidRequest',
   [-32601]: 'MethodNotFound',
   [-32602]: 'InvalidParams',
@@ -28,19 +28,22 @@ const RPC_NAMES: Record<number, string> = {
   [-30]: 'ClientInvalidIpOrSubnet',
   [-31]: 'ClientP2PDisabled',
   [-32]: 'MethodDeprecated',
-};
+});
 
-export function toApiError(e: unknown, what = 'daemon'): ApiError {
+/**
+ * `prefix` names the transport errors: 'Daemon' -> DaemonUnreachable, DaemonBusy, DaemonTimeout,
+ * DaemonProtocolError, DaemonError; 'Benchmark' -> BenchmarkUnreachable, ... `what` is the daemon in words.
+ */
+export function toApiError(e: unknown, prefix = 'Daemon', what = 'daemon'): ApiError {
   if (e instanceof ApiError) return e;
   if (e instanceof RpcError) {
     if (e.kind === 'rpc') {
       const code = typeof e.code === 'number' ? e.code : 500;
-      return new ApiError(code, RPC_NAMES[code] ?? 'DaemonError', e.message);
+      return new ApiError(code, RPC_ERROR_NAMES[code] ?? `${prefix}Error`, e.message);
     }
-    if (e.kind === 'unreachable') return new ApiError(503, what === 'daemon' ? 'DaemonUnreachable' : 'BenchmarkUnreachable', e.message);
-    if (e.kind === 'timeout')
-      return e.code === 'EBUSY' ? new ApiError(503, 'DaemonBusy', e.message) : new ApiError(504, 'DaemonTimeout', e.message);
-    return new ApiError(502, 'DaemonProtocolError', e.message);
+    if (e.kind === 'unreachable') return new ApiError(503, `${prefix}Unreachable`, e.message);
+    if (e.kind === 'timeout') return e.code === 'EBUSY' ? new ApiError(503, `${prefix}Busy`, e.message) : new ApiError(504, `${prefix}Timeout`, e.message);
+    return new ApiError(502, `${prefix}ProtocolError`, e.message);
   }
-  return new ApiError(500, 'DaemonError', `The ${what} call failed: ${(e as Error)?.message ?? String(e)}`);
+  return new ApiError(500, `${prefix}Error`, `The ${what} call failed: ${(e as Error)?.message ?? String(e)}`);
 }
