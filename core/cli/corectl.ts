@@ -10,6 +10,7 @@ import { diffManifests } from '../manifest/diff.ts';
 import { BUILTIN_PLUGINS, checkFiles, checkPluginData, manifestFiles } from '../manifest/set.ts';
 import type { Manifest } from '../manifest/parse.ts';
 import { PluginState, readState, writeState } from '../plugins/state.ts';
+import { pluginEntry } from '../paths.ts';
 
 const USAGE = `usage: npm run corectl -- <command>
 
@@ -39,11 +40,18 @@ function currentManifests(config: NodeConfig): Manifest[] {
   return checkFiles(manifestFiles([config.manifestsDir]), config.pluginsDir).manifests;
 }
 
+/**
+ * The node's plugins: built in, named by a manifest of the node's listener (`listener:` in the config, `api`
+ * by default), or a plugin folder with no manifest yet. A plugin whose manifests all bind another listener
+ * (the deployment trigger, its own process) is not one: the node never serves its routes.
+ */
 function knownPlugins(config: NodeConfig, manifests: Manifest[]): string[] {
+  const elsewhere = new Set(manifests.filter((m) => m.listener !== config.listener).map((m) => m.plugin));
+  const mine = manifests.filter((m) => m.listener === config.listener).map((m) => m.plugin);
   const dirs = fs.existsSync(config.pluginsDir)
-    ? fs.readdirSync(config.pluginsDir).filter((d) => fs.existsSync(path.join(config.pluginsDir, d, 'index.ts')))
+    ? fs.readdirSync(config.pluginsDir).filter((d) => fs.existsSync(pluginEntry(config.pluginsDir, d)) && !elsewhere.has(d))
     : [];
-  return [...new Set([...BUILTIN_PLUGINS, ...manifests.map((m) => m.plugin), ...dirs])].sort();
+  return [...new Set([...BUILTIN_PLUGINS, ...mine, ...dirs])].sort();
 }
 
 function stateFile(config: NodeConfig): string {
@@ -54,7 +62,7 @@ function pluginsList(config: NodeConfig, json: boolean): number {
   const manifests = currentManifests(config);
   const state = new PluginState(stateFile(config), config.plugins);
   const rows = knownPlugins(config, manifests).map((id) => {
-    const m = manifests.find((x) => x.plugin === id);
+    const m = manifests.find((x) => x.plugin === id && x.listener === config.listener);
     const builtin = BUILTIN_PLUGINS.includes(id);
     return {
       plugin: id,
@@ -71,7 +79,13 @@ function pluginsList(config: NodeConfig, json: boolean): number {
 
 function pluginsSet(config: NodeConfig, id: string | undefined, enabled: boolean): number {
   if (!id) throw new UsageError(`plugins ${enabled ? 'enable' : 'disable'} needs a plugin id`);
-  const known = knownPlugins(config, currentManifests(config));
+  const manifests = currentManifests(config);
+  const known = knownPlugins(config, manifests);
+  const other = manifests.find((m) => m.plugin === id && m.listener !== config.listener);
+  if (!known.includes(id) && other) {
+    process.stderr.write(`corectl: the ${id} plugin serves the ${other.listener} listener, another process than this node's ${config.listener}\n`);
+    return 1;
+  }
   if (!known.includes(id)) {
     process.stderr.write(`corectl: unknown plugin '${id}' (known: ${known.join(', ')})\n`);
     return 1;

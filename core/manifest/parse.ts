@@ -8,9 +8,10 @@ import type { ErrorObject } from 'ajv';
 import { createAjv } from './schema.ts';
 import { YamlSource } from './yaml-source.ts';
 import { LEVELS, type Level } from '../plugin-api.ts';
+import { REPO_ROOT } from '../paths.ts';
 import type { InputSpec } from '../http/input.ts';
 
-const SCHEMA_FILE = new URL('../../manifests/manifest.schema.json', import.meta.url);
+const SCHEMA_FILE = path.join(REPO_ROOT, 'manifests', 'manifest.schema.json');
 const validateManifest = createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
 
 export type Method = 'GET' | 'POST' | 'DELETE' | 'WS' | 'SSE';

@@ -9,6 +9,7 @@ import { bindRoute, type ChainServices } from '../http/chain.ts';
 import { loadManifestFile, type Manifest } from './parse.ts';
 import { buildTable } from '../http/table.ts';
 import { isManifestFile } from './watch.ts';
+import { pluginEntry } from '../paths.ts';
 import { checkRouteData } from './route-data.ts';
 import { pathToFileURL } from 'node:url';
 import type { PluginDefinition } from '../plugin-api.ts';
@@ -56,7 +57,7 @@ export async function checkPluginData(manifests: Manifest[], pluginsDir: string,
   const errors: string[] = [];
   for (const m of manifests) {
     let def: PluginDefinition | undefined = builtins.find((b) => b.id === m.plugin);
-    const file = path.join(pluginsDir, m.plugin, 'index.ts');
+    const file = pluginEntry(pluginsDir, m.plugin);
     if (!def && BUILTIN_PLUGINS.includes(m.plugin)) def = { id: m.plugin } as PluginDefinition;
     if (!def) {
       if (!fs.existsSync(file)) continue; // checkSet names the missing folder
@@ -85,8 +86,8 @@ export function checkSet(manifests: Manifest[], pluginsDir: string): string[] {
     const other = seen.get(`${m.listener}/${m.plugin}`);
     if (other) errors.push(`${m.source}: plugin ${m.plugin} already has a manifest (${other.file})`);
     seen.set(`${m.listener}/${m.plugin}`, m);
-    if (!BUILTIN_PLUGINS.includes(m.plugin) && !fs.existsSync(path.join(pluginsDir, m.plugin, 'index.ts')))
-      errors.push(`${m.source}: no plugin ${m.plugin} (expected ${path.join(pluginsDir, m.plugin, 'index.ts')})`);
+    const entry = pluginEntry(pluginsDir, m.plugin);
+    if (!BUILTIN_PLUGINS.includes(m.plugin) && !fs.existsSync(entry)) errors.push(`${m.source}: no plugin ${m.plugin} (expected ${entry})`);
   }
   for (const listener of new Set(manifests.map((m) => m.listener))) {
     const mine = manifests.filter((m) => m.listener === listener);

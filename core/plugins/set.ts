@@ -13,6 +13,7 @@ import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api
 import type { PluginState } from './state.ts';
 import { fromEnvText, type NodeConfig } from '../config.ts';
 import { createAjv, describeError } from '../manifest/schema.ts';
+import { pluginEntry } from '../paths.ts';
 import { checkRouteData } from '../manifest/route-data.ts';
 
 export interface Retired {
@@ -75,7 +76,7 @@ export class PluginSet {
   async importFor(manifests: Manifest[]): Promise<void> {
     for (const m of manifests) {
       if (this.entries.has(m.plugin)) continue;
-      const file = path.join(this.opts.pluginsDir, m.plugin, 'index.ts');
+      const file = pluginEntry(this.opts.pluginsDir, m.plugin);
       if (!fs.existsSync(file)) throw new Error(`${m.source}: no plugin ${m.plugin} (expected ${file})`);
       let mod: { default?: unknown };
       try {

@@ -9,8 +9,7 @@
  */
 import { createRequire } from 'node:module';
 import bitcoinMessage from 'bitcoinjs-message';
-import { Signature, computeAddress, hashMessage } from 'ethers';
-import { idKind } from './ids.ts';
+import { ethers, idKind } from './ids.ts';
 
 interface Secp256k1 {
   recover(hash: Buffer, signature: Buffer, recovery: number, compressed?: boolean): Buffer;
@@ -54,6 +53,7 @@ export function verifyBitcoin(message: string, address: string, signature: strin
 export function verifyEthereum(message: string, address: string, signature: string): boolean {
   if (!HEX_65.test(signature)) return false;
   try {
+    const { Signature, computeAddress, hashMessage } = ethers();
     const sig = Signature.from(signature);
     const digest = Buffer.from(hashMessage(message).slice(2), 'hex');
     const rs = Buffer.from(sig.r.slice(2) + sig.s.slice(2), 'hex');

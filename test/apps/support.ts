@@ -95,7 +95,7 @@ export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
   return node;
 }
 
-export { ok as data, err as error } from '../support/envelope.ts';
+export { ok as data, refused as error } from '../support/envelope.ts';
 
 /** The lines of a newline-delimited JSON answer. */
 export function ndjson(a: Answer): any[] {

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { DEFAULT_CORE_TEAM } from '../../core/config.ts';
 import { startBenchmarkDouble, type BenchmarkDouble } from '../support/benchmark-double.ts';
 import { startNode, tempDir, type TestNode } from '../support/node.ts';
-import { OPERATOR, MEMBER, authAs, err, isolatedPlugins, ok } from '../daemon/support.ts';
+import { OPERATOR, USER as MEMBER, isolatedPlugins, sessionFor as authAs } from '../support/fixture.ts';
+import { err, ok } from '../support/envelope.ts';
 
 const CORE_TEAM = DEFAULT_CORE_TEAM[0];
 

@@ -7,7 +7,7 @@ import { resolveConfig } from '../../core/config.ts';
 import { Host } from '../../core/host.ts';
 
 import { tempDir, type TestNode } from '../support/node.ts';
-import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, eventually, manifestsDir, startFixtureNode } from './helpers.ts';
+import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, eventually, manifestsDir, startFixtureNode } from '../support/fixture.ts';
 
 /** Speak HTTP/1.1 on a raw socket, so a test controls exactly how much of a body is sent. */
 function rawExchange(port: number, head: string, send: (sock: net.Socket) => void): Promise<{ response: string; sent: number; closedByServer: boolean }> {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { VERSION } from '../../core/version.ts';
 import type { TestNode } from '../support/node.ts';
-import { OPERATOR, startCoreNode } from './helpers.ts';
+import { OPERATOR, startCoreNode } from '../support/fixture.ts';
 
 describe('core plugin routes', () => {
   let node: TestNode;

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { tempDir, type TestNode } from '../support/node.ts';
-import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, eventually, manifestsDir, startFixtureNode } from './helpers.ts';
+import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, eventually, manifestsDir, startFixtureNode } from '../support/fixture.ts';
 
 interface Run {
   code: number;
@@ -74,7 +74,7 @@ describe('corectl', function () {
       const res = await corectl(['plugins', 'list'], env);
       assert.equal(res.code, 0, res.stderr);
       assert.match(res.stdout, /^PLUGIN\s+STATE\s+SET BY\s+MANIFEST\s+ROUTES$/m);
-      assert.match(res.stdout, /^fixture\s+enabled\s+config\s+fixture\.yaml\s+23$/m);
+      assert.match(res.stdout, /^fixture\s+enabled\s+config\s+fixture\.yaml\s+26$/m);
       assert.match(res.stdout, /^host\s+enabled\s+built in\s+host\.yaml\s+3$/m);
     });
 
@@ -92,7 +92,7 @@ describe('corectl', function () {
         enabled: false,
         source: 'state file',
         manifest: 'fixture.yaml',
-        routes: 23,
+        routes: 26,
       });
     });
 
@@ -128,7 +128,7 @@ describe('corectl', function () {
     it('validate: the node folder by default, and named files or folders', async () => {
       const res = await corectl(['manifests', 'validate'], env);
       assert.equal(res.code, 0, res.stderr);
-      assert.equal(res.stdout.trim(), 'ok: 2 manifest(s), 26 route(s)');
+      assert.equal(res.stdout.trim(), 'ok: 2 manifest(s), 29 route(s)');
       const file = await corectl(['manifests', 'validate', path.join(FIXTURE_MANIFESTS, 'fixture.yaml')], env);
       assert.equal(file.code, 0, file.stderr);
     });

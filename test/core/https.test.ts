@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { tempDir, type TestNode } from '../support/node.ts';
-import { startFixtureNode } from './helpers.ts';
+import { startFixtureNode } from '../support/fixture.ts';
 
 function hasOpenssl(): boolean {
   try {

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import type { TestNode } from '../support/node.ts';
-import { APP_OWNER, CORE_TEAM, OPERATOR, USER, sessionFor, startCoreNode, startFixtureNode } from './helpers.ts';
+import { APP_OWNER, CORE_TEAM, OPERATOR, USER, sessionFor, startCoreNode, startFixtureNode } from '../support/fixture.ts';
 
 const LEVEL_ROUTES = {
   user: '/fixture/level/user',

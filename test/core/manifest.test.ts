@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseManifest, loadManifestDir } from '../../core/manifest/parse.ts';
 import { startNode, tempDir } from '../support/node.ts';
-import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, REPO_MANIFESTS, manifestsDir } from './helpers.ts';
+import { FIXTURE_MANIFESTS, FIXTURE_PLUGINS, REPO_MANIFESTS, manifestsDir } from '../support/fixture.ts';
 
 const HEAD = 'format: 1\nplugin: fixture\nversion: 1.0.0\n';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { assertValidOpenApi as assertValid } from '../support/openapi.ts';
 import { VERSION } from '../../core/version.ts';
 import type { TestNode } from '../support/node.ts';
-import { startCoreNode, startFixtureNode } from './helpers.ts';
+import { startCoreNode, startFixtureNode } from '../support/fixture.ts';
 
 describe('OpenAPI document', () => {
   let node: TestNode & { manifests: string };

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
-import { USER, eventually, sessionFor, startFixtureNode } from './helpers.ts';
+import { USER, eventually, sessionFor, startFixtureNode } from '../support/fixture.ts';
 
 const OTHER = '1AnotherUserxxxxxxxxxxxxxxxxxxxxx';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { writeState } from '../../core/plugins/state.ts';
 import type { TestNode } from '../support/node.ts';
-import { eventually, startFixtureNode } from './helpers.ts';
+import { eventually, startFixtureNode } from '../support/fixture.ts';
 
 const DISABLED = {
   status: 'error',

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { TestNode } from '../support/node.ts';
-import { FIXTURE_MANIFESTS, eventually, startFixtureNode } from './helpers.ts';
+import { FIXTURE_MANIFESTS, eventually, startFixtureNode } from '../support/fixture.ts';
 
 const ORIGINAL = fs.readFileSync(path.join(FIXTURE_MANIFESTS, 'fixture.yaml'), 'utf8');
 const withExtra = (n: number) =>

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { eventually, startFixtureNode } from './helpers.ts';
+import { eventually, startFixtureNode } from '../support/fixture.ts';
 
 describe('manifest watch', () => {
   it('one real change gives one reload; start-up, touches and identical rewrites give none', async () => {

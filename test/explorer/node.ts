@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { manifestsFor, startNode, type Answer, type StartOptions, type TestNode } from '../support/node.ts';
 import type { Regtest } from '../support/litecoind.ts';
 import type { IndexReader } from './support.ts';
-import { err as error, ok as data } from '../support/envelope.ts';
+import { ok as data, refused as error } from '../support/envelope.ts';
 
 export { data, error };
 

@@ -14,9 +14,12 @@ export function ok(answer: Answerish): any {
   return answer.json.data;
 }
 
-/** The envelope's error data (`{code, name, message}`) of a refusal answered at HTTP 200. */
-export function err(answer: Answerish): { code: number | string; name: string; message: string } {
-  assert.equal(answer.status, 200, answer.text);
+/** The envelope's error data (`{code, name, message}`), at wire status `wire` when given (413, 503, ...). */
+export function err(answer: Answerish, wire?: number): { code: number | string; name: string; message: string } {
+  if (wire !== undefined) assert.equal(answer.status, wire, answer.text);
   assert.equal(answer.json?.status, 'error', answer.text);
   return answer.json.data;
 }
+
+/** The error data of a refusal answered in the envelope at HTTP 200 (a handled error, no wire status). */
+export const refused = (answer: Answerish) => err(answer, 200);

@@ -1,11 +1,11 @@
-/** Shared set-up of the host tests: manifest folders built from the repo's and the fixture's files. */
+/** The fixture plugin (host features, a test-double session resolver, a daemon consumer) and nodes serving it. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from '../../core/config.ts';
-import { startNode, tempDir, type StartOptions, type TestNode } from '../support/node.ts';
+import { startNode, tempDir, type StartOptions, type TestNode } from './node.ts';
 
-export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
+export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixture');
 export const FIXTURE_PLUGINS = path.join(FIXTURES, 'plugins');
 export const FIXTURE_MANIFESTS = path.join(FIXTURES, 'manifests');
 export const REPO_MANIFESTS = path.join(REPO_ROOT, 'manifests');
@@ -64,4 +64,22 @@ export async function startCoreNode(opts: StartOptions = {}): Promise<TestNode> 
   };
 }
 
-export { eventually } from '../support/wait.ts';
+export { eventually } from './wait.ts';
+
+/** A manifests folder and a plugins folder holding only these plugins and the test fixture plugin. */
+export function isolatedPlugins(...names: string[]): { manifestsDir: string; pluginsDir: string; cleanup(): void } {
+  const manifestsDir = tempDir('corenode-manifests-');
+  const pluginsDir = tempDir('corenode-plugins-');
+  for (const n of ['host', 'node', ...names]) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${n}.yaml`), path.join(manifestsDir, `${n}.yaml`));
+  for (const n of ['node', ...names]) fs.symlinkSync(path.join(REPO_ROOT, 'plugins', n), path.join(pluginsDir, n));
+  fs.copyFileSync(path.join(FIXTURE_MANIFESTS, 'fixture.yaml'), path.join(manifestsDir, 'fixture.yaml'));
+  fs.symlinkSync(path.join(FIXTURE_PLUGINS, 'fixture'), path.join(pluginsDir, 'fixture'));
+  return {
+    manifestsDir,
+    pluginsDir,
+    cleanup() {
+      fs.rmSync(manifestsDir, { recursive: true, force: true });
+      fs.rmSync(pluginsDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Where the host's files are, whether it runs from the TypeScript sources (tests and tools, through tsx) or
+ * from the JavaScript that `npm run build` compiles into `dist/` (`npm start`, `npm run deployer`,
+ * `npm run corectl`, the systemd unit). This module is `core/paths.ts` or `dist/core/paths.js`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const SELF = fileURLToPath(import.meta.url);
+
+/** True when this process runs the compiled tree: it then loads compiled plugins (index.js). */
+export const BUILT = SELF.endsWith('.js');
+
+/** The repository root (the manifests folder, the manifest format's schema), from either tree. */
+export const REPO_ROOT = path.resolve(path.dirname(SELF), BUILT ? '../..' : '..');
+
+/** The compiled tree: the same folders as the repository (core/, lib/, plugins/) with .js files. */
+export const BUILD_DIR = path.join(REPO_ROOT, 'dist');
+
+/**
+ * The file plugin `id` loads from. From sources: `<pluginsDir>/<id>/index.ts` (or a plugin shipped as
+ * index.js). Built: the compiled `index.js`, which for a plugins folder inside the repository is its
+ * counterpart under dist/ (the default `plugins/` becomes `dist/plugins/`), else `<pluginsDir>/<id>/index.js`.
+ * When no candidate exists the first one is returned, for the error message.
+ */
+export function pluginEntry(pluginsDir: string, id: string): string {
+  const candidates: string[] = [];
+  if (BUILT) {
+    const rel = path.relative(REPO_ROOT, path.resolve(pluginsDir));
+    if (rel && !rel.startsWith('..') && !path.isAbsolute(rel) && rel !== 'dist' && !rel.startsWith(`dist${path.sep}`))
+      candidates.push(path.join(BUILD_DIR, rel, id, 'index.js'));
+    candidates.push(path.join(pluginsDir, id, 'index.js'));
+  } else candidates.push(path.join(pluginsDir, id, 'index.ts'), path.join(pluginsDir, id, 'index.js'));
+  return candidates.find((f) => fs.existsSync(f)) ?? candidates[0];
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env node
+/**
+ * Compile the host and its plugins (core/, lib/, plugins/) to JavaScript in dist/, so the services run on
+ * plain `node` (one process, no TypeScript loader in memory). Plain JavaScript: it runs before anything is
+ * built. Runs on `npm ci` (the `prepare` script); `npm start`, `npm run deployer` and `npm run corectl`
+ * check it first (scripts/launch.mjs), so a `git pull` can never leave an old build running.
+ *
+ *   node scripts/build.mjs             build now
+ *   node scripts/build.mjs --if-stale  build only when a source changed since the last build (a stat of
+ *                                      ~100 files, a few ms, when nothing did)
+ *   node scripts/build.mjs --check     exit 1 naming the changed file when dist/ is stale (systemd
+ *                                      ExecStartPre: the service never starts an old build)
+ *
+ * dist/.build-stamp lists every source file with its size and mtime at the start of the last build; the
+ * build is stale when the list differs (a file changed, was added or was removed). mtimes are what git
+ * sets on checkout, so a pull or a branch switch is seen; the build itself never touches the sources.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = path.join(ROOT, 'dist');
+const STAMP = path.join(DIST, '.build-stamp');
+/** Compiled (the .ts files) and copied (anything else the code reads next to itself, e.g. a .mjs helper). */
+const SOURCE_DIRS = ['core', 'lib', 'plugins'];
+/** Files whose change changes the output. */
+const INPUTS = ['tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'];
+
+function walk(dir, out) {
+  let entries;
+  try {
+    entries = fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    const rel = path.join(dir, e.name);
+    if (e.isDirectory()) walk(rel, out);
+    else if (!e.name.endsWith('.md')) out.push(rel);
+  }
+}
+
+function sources() {
+  const files = [];
+  for (const d of SOURCE_DIRS) walk(d, files);
+  return files;
+}
+
+/** `path size mtime` per input file, sorted: what the build was made from. */
+function fingerprint(files) {
+  return [...files, ...INPUTS]
+    .map((f) => {
+      try {
+        const s = fs.statSync(path.join(ROOT, f));
+        return `${f} ${s.size} ${Math.round(s.mtimeMs)}`;
+      } catch {
+        return `${f} missing`;
+      }
+    })
+    .sort();
+}
+
+/** Null when dist/ was built from the current sources, else the first difference, for the message. */
+export function staleReason() {
+  let stamp;
+  try {
+    stamp = fs.readFileSync(STAMP, 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return fs.existsSync(DIST) ? 'dist/ has no build stamp' : 'dist/ is not built';
+  }
+  const now = fingerprint(sources());
+  const before = new Set(stamp);
+  const changed = now.find((l) => !before.has(l));
+  if (changed) return `${changed.split(' ')[0]} changed since the last build`;
+  const current = new Set(now);
+  const gone = stamp.find((l) => !current.has(l));
+  return gone ? `${gone.split(' ')[0]} was removed since the last build` : null;
+}
+
+class BuildError extends Error {}
+
+/**
+ * Build dist/ now (throws BuildError with the reason). One build at a time per checkout: `dist.lock` holds
+ * the builder's pid; a second launcher waits for it (then finds the tree fresh), a dead builder's lock is
+ * taken over.
+ */
+export function build() {
+  withLock(() => compile());
+}
+
+/** Build when stale, telling why on stderr; exits the process with the reason when the build fails. */
+export function buildIfStale() {
+  const reason = staleReason();
+  if (!reason) return;
+  try {
+    withLock(() => {
+      const still = staleReason(); // another launcher may have built it while this one waited
+      if (!still) return;
+      process.stderr.write(`build: ${still}; building\n`);
+      compile();
+    });
+  } catch (e) {
+    fail(e);
+  }
+}
+
+function fail(e) {
+  if (!(e instanceof BuildError)) throw e;
+  process.stderr.write(`build: ${e.message}\n`);
+  process.exit(e.exitCode ?? 1);
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+function withLock(fn) {
+  const lock = path.join(ROOT, 'dist.lock');
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+      let pid = 0;
+      try {
+        pid = Number(fs.readFileSync(path.join(lock, 'pid'), 'utf8'));
+      } catch {
+        // being created: its pid follows at once
+      }
+      if (pid && !alive(pid)) fs.rmSync(lock, { recursive: true, force: true });
+      else if (Date.now() > deadline) throw new BuildError(`${lock} is held by pid ${pid} for 10 minutes; remove it if no build runs`);
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    }
+  }
+  try {
+    fs.writeFileSync(path.join(lock, 'pid'), String(process.pid));
+    return fn();
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function compile() {
+  const t0 = performance.now();
+  const files = sources();
+  const stamp = fingerprint(files).join('\n') + '\n'; // taken first: an edit made during the build makes it stale
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  if (!fs.existsSync(tsc)) {
+    const e = new BuildError('typescript is not installed; run `npm ci` (with the dev dependencies) first');
+    // `npm ci --omit=dev` runs `prepare` too: the install itself need not fail, the start will say why.
+    e.exitCode = process.env.npm_lifecycle_event === 'prepare' ? 0 : 1;
+    throw e;
+  }
+  // Into a fresh folder, swapped in at the end: a failed build leaves the previous one, and files of
+  // deleted sources do not linger.
+  const tmp = path.join(ROOT, `dist.tmp-${process.pid}`);
+  fs.rmSync(tmp, { recursive: true, force: true });
+  const res = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json'), '--outDir', tmp], { stdio: 'inherit' });
+  if (res.status !== 0) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    throw new BuildError(`tsc failed (exit ${res.status ?? res.signal}); dist/ left as it was`);
+  }
+  for (const f of files.filter((x) => !x.endsWith('.ts'))) {
+    fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
+    fs.copyFileSync(path.join(ROOT, f), path.join(tmp, f));
+  }
+  fs.writeFileSync(path.join(tmp, '.build-stamp'), stamp);
+  const old = path.join(ROOT, `dist.old-${process.pid}`);
+  try {
+    fs.renameSync(DIST, old);
+  } catch (e) {
+    if (e.code !== 'ENOENT') throw e;
+  }
+  fs.renameSync(tmp, DIST);
+  fs.rmSync(old, { recursive: true, force: true });
+  process.stderr.write(`build: dist/ built from ${files.length} files in ${Math.round(performance.now() - t0)} ms\n`);
+}
+
+function main(mode) {
+  if (mode === '--check') {
+    const reason = staleReason();
+    if (reason) {
+      process.stderr.write(`build: ${reason}; run \`npm run build\` (or \`npm ci\`) in ${ROOT}\n`);
+      process.exit(1);
+    }
+  } else if (mode === '--if-stale') buildIfStale();
+  else if (mode === undefined) {
+    try {
+      build();
+    } catch (e) {
+      fail(e);
+    }
+  } else {
+    process.stderr.write('usage: node scripts/build.mjs [--if-stale | --check]\n');
+    process.exit(2);
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main(process.argv[2]);
