@@ -10,7 +10,7 @@ import { connectionCap, softFdLimit } from '../../core/http/connections.ts';
 import { BodyBudget } from '../../core/http/body-budget.ts';
 import { jsonDepth } from '../../core/http/body.ts';
 import { Stores } from '../../core/services/store.ts';
-import { startCoreNode } from './helpers.ts';
+import { startCoreNode } from '../support/fixture.ts';
 import { tempDir } from '../support/node.ts';
 
 describe('connection bounds', () => {
