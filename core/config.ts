@@ -59,7 +59,7 @@ export interface NodeConfig {
   initial: { legacyid: string };
   coreTeam: string[];
   plugins: Record<string, boolean>;
-  log: { level: string };
+  log: { level: string; files?: { level: string; maxBytes: number } };
   queue: { concurrency: number; retentionSeconds: number };
   /** Watch the manifests folder and the plugin state file and apply changes without a restart. */
   watch: boolean;
@@ -125,7 +125,19 @@ const schema = {
     plugins: { type: 'object', additionalProperties: { type: 'boolean' }, default: {} },
     log: {
       type: 'object',
-      properties: { level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' } },
+      properties: {
+        level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' },
+        // The node's own level files under <dataDir>/logs (core/services/logfiles.ts); silent: none.
+        files: {
+          type: 'object',
+          properties: {
+            level: { enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], default: 'info' },
+            maxBytes: { type: 'integer', minimum: 1024, maximum: 1024 ** 4, default: 25 * 1024 * 1024 },
+          },
+          additionalProperties: false,
+          default: {},
+        },
+      },
       additionalProperties: false,
       default: {},
     },
@@ -199,6 +211,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       throw new ConfigError(`${file}: (root): must be a mapping of keys`);
     raw = value ?? {};
   }
+  applyOverlay(raw, path.resolve(cwd, env.CORENODE_DATA_DIR || (typeof raw.dataDir === 'string' ? raw.dataDir : './data')));
   const fileEnv = raw.env && typeof raw.env === 'object' && !Array.isArray(raw.env) ? (raw.env as Record<string, unknown>) : {};
   const bindings = { ...BUILTIN_ENV, ...fileEnv };
   const applied: Record<string, string> = {}; // key path -> the variable that set it
@@ -226,6 +239,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   cfg.manifestsDir = path.resolve(cwd, cfg.manifestsDir);
   cfg.pluginsDir = path.resolve(cwd, cfg.pluginsDir);
   return cfg;
+}
+
+/** The keys the operator may change through the API (adjustapiport, adjustrouterip, adjustchainaccount). */
+export const OVERLAY_KEYS = ['api.port', 'node.routerIp', 'node.chainAccount'] as const;
+export const OVERLAY_FILE = 'operator-overlay.json';
+
+/**
+ * The operator overlay `<dataDir>/operator-overlay.json`: data (`{"api.port": 16137}`), never code, written by
+ * the node's adjust routes and applied at the next start over the config file (env variables still win).
+ * Keys outside OVERLAY_KEYS are ignored; the schema check then judges the values like the file's.
+ */
+function applyOverlay(raw: Record<string, unknown>, dataDir: string): void {
+  let overlay: unknown;
+  try {
+    overlay = JSON.parse(fs.readFileSync(path.join(dataDir, OVERLAY_FILE), 'utf8'));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new ConfigError(`${path.join(dataDir, OVERLAY_FILE)}: cannot be read (${(e as Error).message})`);
+  }
+  if (!overlay || typeof overlay !== 'object') return;
+  for (const key of OVERLAY_KEYS) if (key in overlay) setPath(raw, key, (overlay as Record<string, unknown>)[key]);
 }
 
 function setPath(obj: Record<string, unknown>, keyPath: string, value: unknown): void {

@@ -8,7 +8,7 @@ import https from 'node:https';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { AuthService } from './services/auth.ts';
 import type { BoundRoute, ChainServices } from './http/chain.ts';
@@ -26,6 +26,7 @@ import { hostPlugin } from './plugins/host-plugin.ts';
 import { PluginState } from './plugins/state.ts';
 import { OperationsService } from './services/queue.ts';
 import { Stores } from './services/store.ts';
+import { createNodeLogger, type LogFiles } from './services/logfiles.ts';
 import { drained, type RouteTable } from './http/table.ts';
 import { ManifestWatcher } from './manifest/watch.ts';
 import { handleUpgrade } from './http/ws.ts';
@@ -66,11 +67,13 @@ export class Host {
   private reloadTimer?: NodeJS.Timeout;
   private reloading: Promise<ReloadResult> | null = null;
   private readonly chainServices: ChainServices;
+  private logFiles?: LogFiles;
 
   constructor(private readonly opts: HostOptions) {
     this.config = opts.config;
     this.clock = opts.clock ?? { now: () => Date.now() };
-    this.log = opts.logger ?? pino({ level: this.config.log.level, base: { listener: this.config.listener } });
+    if (opts.logger) this.log = opts.logger;
+    else ({ logger: this.log, files: this.logFiles } = createNodeLogger(this.config));
     this.stores = new Stores(this.config.dataDir, this.log);
     this.auth = new AuthService(
       () => this.config.initial.legacyid,
@@ -316,6 +319,7 @@ export class Host {
     await this.reloading?.catch(() => undefined);
     await this.plugins.disposeAll();
     await this.stores.close();
+    await this.logFiles?.close();
   }
 }
 

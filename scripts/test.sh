@@ -6,7 +6,9 @@ bash scripts/setup/ensure-litecoind.sh
 bash scripts/setup/ensure-postgres.sh
 bash scripts/setup/ensure-toolchains.sh
 bash scripts/setup/ensure-docker.sh
+bash scripts/setup/ensure-nftables.sh
 npx --no-install tsc --noEmit -p .
-# With no arguments every test runs; `npm test -- test/daemon` runs one area.
-if [ "$#" -eq 0 ]; then set -- 'test/**/*.test.ts'; fi
+# With no arguments every test runs, in concurrent shards of areas (scripts/test-shards.mjs);
+# `npm test -- 'test/daemon/**/*.test.ts'` runs one area in one mocha process.
+if [ "$#" -eq 0 ]; then exec node scripts/test-shards.mjs; fi
 exec npx --no-install mocha "$@"

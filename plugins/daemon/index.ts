@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { VERSION, coreServices, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
-import { daemonService } from './api.ts';
+import { daemonControlService, daemonService } from './api.ts';
 import { toApiError } from '../../lib/daemon-rpc/errors.ts';
 import { DAEMON_METHODS, methodTable } from '../../lib/daemon-rpc/methods.ts';
 import { createControl } from './control.ts';
@@ -20,7 +20,7 @@ export default definePlugin({
   configSchema,
   routeData,
   deps: { clock: coreServices.clock, node: coreServices.node, health: coreServices.health },
-  provides: { daemon: daemonService },
+  provides: { daemon: daemonService, daemonControl: daemonControlService },
   setup(ctx) {
     const settings = ctx.config;
     const service = createDaemonService(settings, ctx.clock);
@@ -73,7 +73,7 @@ export default definePlugin({
         restart: controlled(control.restart),
         reindex: controlled(control.reindex),
       },
-      services: { daemon: service },
+      services: { daemon: service, daemonControl: { ...control, conf: () => ({ confFile: settings.confFile, network: settings.network }) } },
       dispose: () => {
         dropCheck();
         service.close();

@@ -1,37 +1,61 @@
 /**
- * Node information that needs no other service: version, clocks, runtime, configured ports, and the
- * fitness-check framework behind `/core/health` (which gates `GET /id/loginphrase`).
+ * The node's own routes under /core (spec: Node operations): information, fitness checks behind
+ * `/core/health` (which gate `GET /id/loginphrase`), the event stream, the logs, the node's state, and the
+ * control of the daemons and of the node software. Split by topic: logs.ts, state.ts, control.ts,
+ * software.ts, overlay.ts; settings.ts is the `node:` config section.
  */
 import os from 'node:os';
-import { ApiError, VERSION, configSchema, coreServices, definePlugin, sse } from '../../core/plugin-api.ts';
-
-interface NodeConfig {
-  routerIp: string;
-  hardenedOs: boolean;
-  eventStream: boolean;
-}
+import path from 'node:path';
+import { ApiError, VERSION, coreServices, definePlugin, optional, sse } from '../../core/plugin-api.ts';
+import { daemonControlService, daemonService } from '../daemon/api.ts';
+import { createBenchmark } from './benchmark.ts';
+import { controlHandlers } from './control.ts';
+import { DOS_BAN, createDos } from './dos.ts';
+import { createGeolocator } from './geolocation.ts';
+import { logHandlers } from './logs.ts';
+import { firewallHandlers } from './firewall.ts';
+import { hardenedHandlers } from './hardened.ts';
+import { overlayHandlers } from './overlay.ts';
+import { paymentHandlers } from './payment.ts';
+import { ensurePgpKey } from './pgp.ts';
+import { schema } from './settings.ts';
+import { stateHandlers } from './state.ts';
+import { streamHandlers } from './streamchain.ts';
 
 export default definePlugin({
   id: 'node',
   version: VERSION,
-  deps: { clock: coreServices.clock, store: coreServices.store, health: coreServices.health, events: coreServices.events, node: coreServices.node },
-  configSchema: configSchema<NodeConfig>({
-    type: 'object',
-    properties: {
-      routerIp: { type: 'string', default: '' },
-      hardenedOs: { type: 'boolean', default: false },
-      eventStream: { type: 'boolean', default: false },
-    },
-    additionalProperties: false,
-  }),
-  setup(ctx) {
+  deps: {
+    clock: coreServices.clock,
+    store: coreServices.store,
+    health: coreServices.health,
+    events: coreServices.events,
+    node: coreServices.node,
+    log: coreServices.log,
+    daemon: optional(daemonService),
+    daemonControl: optional(daemonControlService),
+  },
+  configSchema: schema,
+  async setup(ctx) {
     const started = ctx.clock.now();
+    const own = path.join(ctx.node.dataDir, 'node');
     // The store answering a trivial query is the first fitness check (reference gate 1).
     const probe = ctx.store('probe');
     const dropCheck = ctx.health.register('database', async () => {
       await probe.count({});
       return { ok: true };
     });
+    const dos = createDos(ctx.store('state'), ctx.events);
+    // A banned node refuses login phrases like any failed fitness check (spec: DOS state, Authentication 4).
+    const dropDos = ctx.health.register('dos', async () => {
+      const s = await dos.get();
+      return s.dosState >= DOS_BAN ? { ok: false, message: s.dosMessage ?? `DOS counter ${s.dosState}` } : { ok: true, message: `DOS counter ${s.dosState}` };
+    });
+    const pgpKey = await ensurePgpKey(own, ctx.node.operatorId);
+    const benchmark = createBenchmark(ctx.config.benchmark, path.join(own, 'control.log'));
+    const geo = createGeolocator(ctx.config, ctx.clock);
+    const overlay = overlayHandlers(ctx.node.dataDir);
+    const payment = paymentHandlers(ctx.clock, ctx.store('paymentrequests'), ctx.store('payments'));
     return {
       handlers: {
         version: () => VERSION,
@@ -56,12 +80,39 @@ export default definePlugin({
           const last = Number(headers['last-event-id']);
           if (Number.isInteger(last) && last >= 0) for (const ev of ctx.events.since(last)) stream.send(ev.name, ev.data, ev.id);
           const off = ctx.events.on('*', (ev) => stream.send(ev.name, ev.data, ev.id));
+          // A comment now and then keeps proxies from closing a quiet stream (facts §4.7: every 15 s).
+          const keepalive = setInterval(() => stream.comment('keepalive'), ctx.config.eventStreamKeepaliveMs);
           signal.addEventListener('abort', () => stream.close());
           await stream.done();
+          clearInterval(keepalive);
           off();
         }),
+        ...logHandlers(ctx.config, ctx.node.dataDir, ctx.daemonControl),
+        ...stateHandlers({ config: ctx.config, node: ctx.node, daemon: ctx.daemon, benchmark, dos, geo, pgp: async () => pgpKey }),
+        ...controlHandlers(ctx.config, {
+          daemon: ctx.daemonControl,
+          rpc: ctx.daemon,
+          warmMs: ctx.config.daemon.warmWaitMs,
+          benchmark,
+          logDir: own,
+          log: ctx.log,
+          exit: () => process.kill(process.pid, 'SIGTERM'),
+        }),
+        adjustrouterip: overlay.adjustrouterip,
+        adjustapiport: overlay.adjustapiport,
+        adjustchainaccount: overlay.adjustchainaccount,
+        paymentrequest: payment.paymentrequest,
+        verifypayment: payment.verifypayment,
+        wspayment: payment.wspayment,
+        ...hardenedHandlers(ctx.config),
+        ...firewallHandlers(ctx.config, path.join(own, 'control.log')),
+        ...streamHandlers({ control: ctx.daemonControl, rpc: ctx.daemon, log: ctx.log, stopWaitMs: ctx.config.daemon.stopWaitMs }),
       },
-      dispose: () => dropCheck(),
+      dispose: () => {
+        dropCheck();
+        dropDos();
+        payment.dispose();
+      },
     };
   },
 });

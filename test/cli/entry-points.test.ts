@@ -212,7 +212,7 @@ describe('CLI entry points, run as real commands', function () {
     // The unit names /usr/bin/node; the tests run whichever node runs them.
     const local = (argv: string[]) => (argv[0].endsWith('/node') ? [process.execPath, ...argv.slice(1)] : argv);
 
-    it('checks the build first, then runs one node process on the compiled JavaScript, which SIGTERM stops with code 0', async () => {
+    it('rebuilds a stale build first, then runs one node process on the compiled JavaScript, which SIGTERM stops with code 0', async () => {
       assert.deepEqual(directive('ExecStart'), ['/usr/bin/node', '--max-semi-space-size=2', 'dist/core/cli/node.js']);
       const [preCmd, ...preArgs] = local(directive('ExecStartPre'));
       const pre = await run(preCmd, preArgs);

@@ -153,6 +153,33 @@ describe('contract: body rules of the spec', () => {
   });
 });
 
+describe('contract: alias rules of the spec (Conventions)', () => {
+  const SPEC = path.resolve(REPO_ROOT, '../shared/spec/node-api.md');
+  const served = routesOf('api');
+  const paths = (r: RouteSpec) => [r.path, ...r.aliases];
+
+  it('the spec still states the rules checked here', function () {
+    if (!fs.existsSync(SPEC)) this.skip();
+    const text = fs.readFileSync(SPEC, 'utf8');
+    assert.match(text, /every `\/daemon\/\*legacynode\*` route aliases its `\*corenode\*` counterpart/);
+    assert.match(text, /Every `\/legacyid\/\*` route aliases the matching `\/id\/\*` route/);
+    assert.match(text, /`\/core\/legacyid` aliases `\/core\/id`/);
+  });
+
+  it('every /daemon/*corenode* route answers at its *legacynode* name too (removed routes included)', () => {
+    const daemon = served.filter((r) => r.path.startsWith('/daemon/') && r.path.includes('corenode'));
+    assert.ok(daemon.length >= 5, 'the daemon manifest declares its corenode routes');
+    const missing = daemon.filter((r) => !paths(r).includes(r.path.replaceAll('corenode', 'legacynode'))).map((r) => `${r.id}: ${r.path.replaceAll('corenode', 'legacynode')}`);
+    assert.deepEqual(missing, []);
+  });
+
+  it('every /id/* route answers under /legacyid/* too, and /core/legacyid aliases /core/id', () => {
+    const missing = served.filter((r) => r.path.startsWith('/id/') && !paths(r).includes(r.path.replace(/^\/id\//, '/legacyid/'))).map((r) => r.id);
+    assert.deepEqual(missing, []);
+    assert.ok(served.some((r) => r.path === '/core/id' && r.aliases.includes('/core/legacyid')));
+  });
+});
+
 describeService('api', async (root) => {
   const node: TestNode = await startNode({ dataDir: path.join(root, 'data'), config: contractConfig(root) });
   return node;

@@ -68,6 +68,8 @@ describe('daemon manifest', () => {
   it('gives every route and alias the reference level, and the reference path', () => {
     const served = manifest.routes.flatMap((r) => [r.path, ...r.aliases].map((p) => ({ r, p })));
     for (const { r, p } of served) {
+      // The spec's rule (Conventions) adds a *legacynode* alias the reference lacks: it takes its route's level.
+      if (p !== r.path && p === r.path.replaceAll('corenode', 'legacynode') && !reference.some((x) => x.path === p)) continue;
       const ref = reference.find((x) => x.method === r.method && x.path === p);
       assert.ok(ref, `${r.method} ${p} is not a reference route`);
       assert.equal(r.level, ref.level, `${r.method} ${p}`);
