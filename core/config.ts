@@ -26,11 +26,27 @@ export interface ListenerConfig {
   headersTimeoutMs: number;
   /** An idle kept-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
-  /** At most this many connections at once (0: no cap of the listener's own). */
+  /**
+   * Open connections at most (at the cap a new one closes the longest-idle one); 0: the soft descriptor
+   * limit less a reserve (core/http/connections.ts).
+   */
   maxConnections: number;
+  /** A request body that receives nothing for this long closes its connection. */
+  bodyIdleTimeoutMs: number;
+  /** Bytes of request bodies held at once, in all and per caller address. */
+  bodyMemoryBytes: number;
+  bodyMemoryPerAddressBytes: number;
   /** Answer cross-origin (browser) calls; the deployment trigger turns it off. */
   cors: boolean;
+  /** Origins browsers may call from with `legacyidauth`: exact origins, or `ui` (this node's own UI). */
+  corsOrigins: string[];
 }
+
+/**
+ * This node's UI, and the network gateway's UI, which calls nodes from the browser. The gateway origin is
+ * an assumption (the reference's gateway UI host under the naming mapping); operators set their own.
+ */
+export const DEFAULT_CORS_ORIGINS = ['ui', 'https://home.runoncore.io'];
 
 export interface NodeConfig {
   /** The listener this process serves: the manifests whose `listener:` is this name. */
@@ -71,6 +87,15 @@ const schema = {
         keepAliveTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 65_000 },
         maxConnections: { type: 'integer', minimum: 0, default: 0 },
         cors: { type: 'boolean', default: true },
+        bodyIdleTimeoutMs: { type: 'integer', minimum: 1000, maximum: 3_600_000, default: 10_000 },
+        bodyMemoryBytes: { type: 'integer', minimum: 65536, default: 64 * 1024 * 1024 },
+        bodyMemoryPerAddressBytes: { type: 'integer', minimum: 65536, default: 16 * 1024 * 1024 },
+        corsOrigins: {
+          type: 'array',
+          // `null` is the origin of sandboxed frames and files: anyone can send it, so it is never allowed.
+          items: { type: 'string', anyOf: [{ const: 'ui' }, { pattern: '^https?://[^/\\s]+$' }] },
+          default: DEFAULT_CORS_ORIGINS,
+        },
       },
       additionalProperties: false,
       default: {},

@@ -30,6 +30,7 @@ import { createNodeLogger, type LogFiles } from './services/logfiles.ts';
 import { drained, type RouteTable } from './http/table.ts';
 import { ManifestWatcher } from './manifest/watch.ts';
 import { handleUpgrade } from './http/ws.ts';
+import { ConnectionGuard, DEFAULT_LIMITS } from './http/connections.ts';
 
 export interface HostOptions {
   config: NodeConfig;
@@ -54,6 +55,8 @@ export class Host {
   readonly queue: OperationsService;
   readonly pluginState: PluginState;
   server?: http.Server | https.Server;
+  /** Per-connection and all-connection bounds of the listener (set by listen()). */
+  connections?: ConnectionGuard;
 
   private table: RouteTable | null = null;
   private ready = false;
@@ -71,7 +74,7 @@ export class Host {
     this.clock = opts.clock ?? { now: () => Date.now() };
     if (opts.logger) this.log = opts.logger;
     else ({ logger: this.log, files: this.logFiles } = createNodeLogger(this.config));
-    this.stores = new Stores(this.config.dataDir);
+    this.stores = new Stores(this.config.dataDir, this.log);
     this.auth = new AuthService(
       () => this.config.initial.legacyid,
       () => this.config.coreTeam,
@@ -99,11 +102,12 @@ export class Host {
       pluginRefusal: (id) => this.plugins.refusal(id),
       onHandler: opts.onHandler,
     };
+    const corsPolicy = { origins: this.config.api.corsOrigins, apiPort: this.config.api.port };
     // One middleware: CORS, booting, then the route table (a snapshot: a request finishes on the table it
     // started with, even if a reload swaps it meanwhile; the table counts its requests, so plugins a swap
     // retires are disposed only after they are answered), else 404.
     this.app.use((ctx) => {
-      if (ctx.req.headers.origin && this.config.api.cors && cors(ctx)) return;
+      if (ctx.req.headers.origin && this.config.api.cors && cors(ctx, corsPolicy)) return;
       if (!this.ready) {
         ctx.status = 503;
         ctx.set('Retry-After', '1');
@@ -145,13 +149,21 @@ export class Host {
 
   async listen(port = this.config.api.port, host = this.config.api.host): Promise<number> {
     const tls = this.config.api.tls;
-    const handler = this.app.callback();
+    const api = this.config.api;
+    this.connections = new ConnectionGuard(
+      { ...DEFAULT_LIMITS, maxConnections: api.maxConnections, bodyIdleMs: api.bodyIdleTimeoutMs, bodyBytes: api.bodyMemoryBytes, bodyBytesPerAddress: api.bodyMemoryPerAddressBytes },
+      this.log,
+    );
+    // Every request waits its turn on its connection (one at a time, answers read before the next runs).
+    const handler = this.connections.wrap(this.app.callback());
     this.server = tls
       ? https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, handler)
       : http.createServer(handler);
     // With a listener, Node no longer answers `Expect: 100-continue` itself: the chain sends 100 only when
     // it is about to read the body, so a body over the limit is refused (413) before it is sent at all.
     this.server.on('checkContinue', (req, res) => handler(req, res));
+    // Caps connections (api.maxConnections, else below the descriptor limit) and sets server.maxConnections.
+    this.connections.attach(this.server);
     // A request (headers and body) must arrive within these; slow senders are cut (config api.*TimeoutMs).
     this.server.requestTimeout = this.config.api.requestTimeoutMs;
     this.server.headersTimeout = Math.min(this.config.api.headersTimeoutMs, this.config.api.requestTimeoutMs);
@@ -159,7 +171,6 @@ export class Host {
     // senders at about twice the setting): check 10 times per timeout. Read when the server starts listening.
     (this.server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(this.config.api.requestTimeoutMs / 10)));
     this.server.keepAliveTimeout = this.config.api.keepAliveTimeoutMs;
-    if (this.config.api.maxConnections) this.server.maxConnections = this.config.api.maxConnections;
     this.server.maxHeadersCount = 200;
     this.server.on('upgrade', (req, socket, head) =>
       void handleUpgrade(
@@ -171,8 +182,12 @@ export class Host {
     );
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
-      this.server!.listen(port, host, () => resolve());
+      this.server!.listen(port, host, () => {
+        this.server!.off('error', reject);
+        resolve();
+      });
     });
+    this.log.info({ maxConnections: this.connections.cap }, 'connections capped below the descriptor limit');
     return (this.server.address() as AddressInfo).port;
   }
 

@@ -1,6 +1,14 @@
 /** Reading request bodies under a size limit: too large answers 413 before (or while) reading, never after. */
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from './reply.ts';
+import { ticketOf } from './body-budget.ts';
+
+/** Nesting deeper than this is refused (400): 10,000-deep JSON overflowed the stack in validation (500). */
+export const MAX_JSON_DEPTH = 64;
+
+function busy(): ApiError {
+  return new ApiError(503, 'ServerBusy', 'The node is receiving too many request bodies at once; try again shortly', 503);
+}
 
 export function tooLarge(limit: number): ApiError {
   return new ApiError(413, 'PayloadTooLarge', `Request body too large: the limit of this route is ${limit} bytes`, 413);
@@ -21,7 +29,15 @@ export function readRaw(req: IncomingMessage, limit: number, into?: Buffer): Pro
   // doubled the memory of a large body (24 MB uploads held 48 MB each).
   const declared = Number(req.headers['content-length']);
   if (Number.isInteger(declared) && declared <= limit && into && declared <= into.length) return readDeclared(req, declared, into);
-  if (Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit) return readDeclared(req, declared);
+  const ticket = ticketOf(req);
+  if (Number.isInteger(declared) && declared > 64 * 1024 && declared <= limit) {
+    // The whole declared length is allocated at once: it counts against the body budget at once.
+    if (ticket && !ticket.charge(declared)) {
+      ticket.refuse();
+      return Promise.reject(busy());
+    }
+    return readDeclared(req, declared);
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -37,6 +53,13 @@ export function readRaw(req: IncomingMessage, limit: number, into?: Buffer): Pro
         cleanup();
         req.pause(); // stop reading; the 413 goes out with Connection: close
         reject(tooLarge(limit));
+        return;
+      }
+      if (ticket && !ticket.charge(chunk.length)) {
+        cleanup();
+        req.pause();
+        ticket.refuse();
+        reject(busy());
         return;
       }
       chunks.push(chunk);
@@ -81,9 +104,29 @@ function readDeclared(req: IncomingMessage, length: number, into?: Buffer): Prom
 export function parseJsonBody(raw: Buffer): unknown {
   const text = raw.toString('utf8').trim();
   if (text === '') return {};
+  if (text.length > MAX_JSON_DEPTH && jsonDepth(text) > MAX_JSON_DEPTH)
+    throw new ApiError(400, 'BadRequest', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch {
     throw new ApiError(400, 'BadRequest', 'The request body is not valid JSON');
   }
+}
+
+/** The deepest nesting of arrays and objects in JSON text (brackets inside strings do not count). */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) max = depth;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return max;
 }

@@ -76,6 +76,9 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
       checkpoint: () => {},
     };
     deps.wss.handleUpgrade(req, socket, head, (ws) => {
+      // A protocol error (a frame over maxPayload, bad UTF-8) is emitted as 'error': without a listener it
+      // would end the process whenever a handler forgot one. The socket closes itself after it.
+      ws.on('error', (err) => deps.log.debug({ err: err.message, route: r.spec.id }, 'websocket protocol error'));
       Promise.resolve()
         .then(() => handler.fn(input, ws))
         .catch((err) => {

@@ -5,6 +5,24 @@ import type { BoundRoute } from '../http/chain.ts';
 
 const NO_SUCH_OPERATION = 'No such operation (unknown, expired, or started by another caller)';
 
+/**
+ * The document of one route table, serialised once: building it per request (244 KB for the node's 515
+ * routes) let pipelined `GET /openapi.json` grow the heap by 70 MB/s. A reload makes a new routes array,
+ * so the cache follows the table and the old entry goes with it.
+ */
+const documents = new WeakMap<BoundRoute[], Buffer>();
+
+export function openApiDocument(routes: BoundRoute[]): Buffer {
+  let doc = documents.get(routes);
+  if (!doc) {
+    doc = Buffer.from(JSON.stringify(buildOpenApi(routes, VERSION)));
+    documents.set(routes, doc);
+  }
+  return doc;
+}
+
+const JSON_TYPE = { 'Content-Type': 'application/json; charset=utf-8' };
+
 /** `routes` reads the live route table, so the document always describes what is served. */
 export function hostPlugin(routes: () => BoundRoute[]) {
   return definePlugin({
@@ -13,7 +31,7 @@ export function hostPlugin(routes: () => BoundRoute[]) {
     deps: { operations: coreServices.operations },
     setup: ({ operations }) => ({
       handlers: {
-        openapi: () => reply(200, buildOpenApi(routes(), VERSION)),
+        openapi: () => reply(200, openApiDocument(routes()), JSON_TYPE),
         getOperation: ({ params, caller }: HandlerInput) => {
           const op = operations.get(params.jobId, caller.legacyid);
           if (!op) throw new ApiError(404, 'NotFound', NO_SUCH_OPERATION, 404);

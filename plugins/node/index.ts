@@ -68,7 +68,13 @@ export default definePlugin({
         ishardenedos: () => ctx.config.hardenedOs,
         id: () => ctx.node.operatorId,
         coreids: () => ({ coreTeamCoreID: ctx.node.coreTeam[0] ?? '', coreSupportTeamCoreID: ctx.node.coreTeam[1] ?? '' }),
-        health: () => ctx.health.run(),
+        // Messages and details name internal endpoints (`http://127.0.0.1:16224/`) and daemon state: only
+        // the operator reads them; everyone else gets the verdicts.
+        health: async ({ caller }) => {
+          const report = await ctx.health.run();
+          if (caller.isAdmin) return report;
+          return { healthy: report.healthy, checks: report.checks.map(({ name, ok, required }) => ({ name, ok, required })) };
+        },
         eventstream: sse(async ({ headers, signal }, stream) => {
           if (!ctx.config.eventStream) throw new ApiError(404, 'NotFound', 'Event stream not enabled', 404);
           const last = Number(headers['last-event-id']);

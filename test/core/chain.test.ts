@@ -269,17 +269,27 @@ describe('host chain', () => {
       assert.equal((await node.get('/fixture/echo')).headers.get('deprecation'), null);
     });
 
-    it('answers CORS preflights allowing legacyidauth from any origin', async () => {
+    it('answers CORS preflights allowing legacyidauth from configured origins only', async () => {
+      // The fixture node is started with the default api.corsOrigins: this node's UI (port - 1) and the gateway.
+      const gateway = 'https://home.runoncore.io';
       const res = await node.request('OPTIONS', '/fixture/level/user', {
-        headers: { origin: 'https://wallet.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'legacyidauth' },
+        headers: { origin: gateway, 'access-control-request-method': 'GET', 'access-control-request-headers': 'legacyidauth' },
       });
       assert.equal(res.status, 204);
-      assert.equal(res.headers.get('access-control-allow-origin'), 'https://wallet.example');
+      assert.equal(res.headers.get('access-control-allow-origin'), gateway);
       assert.match(res.headers.get('access-control-allow-headers') ?? '', /\blegacyidauth\b/);
       assert.match(res.headers.get('access-control-allow-methods') ?? '', /POST/);
-      const get = await node.get('/fixture/echo', { origin: 'https://wallet.example' });
-      assert.equal(get.headers.get('access-control-allow-origin'), 'https://wallet.example');
+      const get = await node.get('/fixture/echo', { origin: gateway });
+      assert.equal(get.headers.get('access-control-allow-origin'), gateway);
       assert.match(get.headers.get('access-control-expose-headers') ?? '', /Location/);
+      for (const origin of ['https://wallet.example', 'null', 'http://127.0.0.1']) {
+        const pre = await node.request('OPTIONS', '/fixture/level/user', {
+          headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'legacyidauth' },
+        });
+        assert.equal(pre.headers.get('access-control-allow-origin'), null, origin);
+        assert.equal(pre.headers.get('access-control-allow-headers'), null, origin);
+        assert.equal((await node.get('/fixture/echo', { origin })).headers.get('access-control-allow-origin'), null, origin);
+      }
     });
   });
 

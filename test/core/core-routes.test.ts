@@ -51,10 +51,19 @@ describe('core plugin routes', () => {
     assert.equal(db.ok, true);
     assert.equal(db.required, true);
 
-    const drop = node.host.health.register('test-disk', () => ({ ok: false, message: 'disk full' }));
+    const drop = node.host.health.register('test-disk', () => ({ ok: false, message: 'disk full', detail: { at: 'http://127.0.0.1:16224/' } }));
     const optional = node.host.health.register('test-optional', () => false, { required: false });
+    // Anyone gets the verdicts; messages and details (internal endpoints) are the operator's.
+    // Test double of the identity plugin's resolver: it trusts the header (no identity plugin on this node).
+    const dropResolver = node.host.auth.useSessionResolver((h) => ({ legacyid: h.legacyid, loginPhrase: h.loginPhrase }));
+    const asOperator = { legacyidauth: new URLSearchParams({ legacyid: OPERATOR, signature: 'x', loginPhrase: 'p'.repeat(40) }).toString() };
     try {
-      const h2 = (await node.get('/core/health')).json.data;
+      const pub = (await node.get('/core/health')).json.data;
+      assert.equal(pub.healthy, false);
+      assert.deepEqual(pub.checks.find((c: any) => c.name === 'test-disk'), { name: 'test-disk', ok: false, required: true });
+      assert.doesNotMatch(JSON.stringify(pub), /disk full|16224|durationMs/);
+      const h2 = (await node.get('/core/health', asOperator)).json.data;
+      assert.deepEqual(h2.checks.find((c: any) => c.name === 'test-disk').detail, { at: 'http://127.0.0.1:16224/' });
       assert.equal(h2.healthy, false);
       assert.deepEqual(
         h2.checks.find((c: any) => c.name === 'test-disk'),
@@ -62,6 +71,7 @@ describe('core plugin routes', () => {
       );
       assert.equal(h2.checks.find((c: any) => c.name === 'test-optional').ok, false);
     } finally {
+      dropResolver();
       drop();
       optional();
     }
