@@ -57,6 +57,7 @@ export async function terminal(engine: Engine, t: Target, input: HandlerInput, w
   };
   stream.on('end', () => void finish());
   stream.on('error', () => void finish());
+  let pending: Promise<unknown> = Promise.resolve();
   ws.on('message', (data) => {
     if (data.length > MAX_FRAME) {
       send({ type: 'error', message: `frame over ${MAX_FRAME} bytes` });
@@ -69,9 +70,11 @@ export async function terminal(engine: Engine, t: Target, input: HandlerInput, w
     } catch {
       return send({ type: 'error', message: 'frames are JSON: {"type":"input","data":"..."} or {"type":"resize","cols":n,"rows":n}' });
     }
-    if (m?.type === 'input' && typeof m.data === 'string') stream.write(m.data);
+    // Frames apply in the order sent: input typed after a resize runs at the new size (a resize is a
+    // Docker API call, which input written at once would overtake).
+    if (m?.type === 'input' && typeof m.data === 'string') pending = pending.then(() => void stream.write(m.data));
     else if (m?.type === 'resize' && Number.isInteger(m.cols) && Number.isInteger(m.rows) && m.cols > 0 && m.rows > 0 && m.cols <= 1000 && m.rows <= 1000)
-      void exec.resize({ h: m.rows, w: m.cols }).catch((e) => send({ type: 'error', message: `resize: ${(e as Error).message}` }));
+      pending = pending.then(() => exec.resize({ h: m.rows, w: m.cols })).catch((e) => send({ type: 'error', message: `resize: ${(e as Error).message}` }));
     else send({ type: 'error', message: 'unknown frame: expected {"type":"input","data":string} or {"type":"resize","cols":1-1000,"rows":1-1000}' });
   });
   ws.on('close', () => {

@@ -61,8 +61,10 @@ export function softwareActions(config: NodeConfig, logFile: string, restart: ()
     },
     async hardupdatecore() {
       const branch = await checkout();
-      fs.rmSync(path.join(dir, 'node_modules'), { recursive: true, force: true });
+      // The sources first: a fetch or reset that fails (no remote, no network) must leave the running
+      // node's dependencies in place, not a checkout without node_modules.
       await hardReset(branch);
+      fs.rmSync(path.join(dir, 'node_modules'), { recursive: true, force: true });
       await npmInstall();
       return done(`Core hard updated to ${branch} ${await head()}`);
     },

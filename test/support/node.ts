@@ -77,6 +77,14 @@ export function manifestsFor(plugins: string[]): string {
   return dir;
 }
 
+const SAFE_NODE = {
+  softwareDir: path.join(os.tmpdir(), 'corenode-test-no-software'),
+  restartCommand: ['true'],
+  ui: { buildCommand: ['false'] },
+  daemon: { updateCommand: ['false'] },
+  benchmark: { startCommand: ['false'], updateCommand: ['false'] },
+};
+
 export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
   const dataDir = opts.dataDir ?? tempDir();
   const manifestsDir = opts.manifestsDir ?? (opts.plugins ? manifestsFor(opts.plugins) : undefined);
@@ -88,6 +96,10 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
       log: { level: process.env.TEST_LOG ?? 'silent' },
       watch: opts.watch ?? false,
       ...opts.config,
+      // A test node never acts on this machine: the node plugin's self-update, restart and package commands
+      // default to the repository itself, `apt-get` and SIGTERM of this process (a test that walks every
+      // route as the operator would reach them). Tests of those routes set their own.
+      node: { ...SAFE_NODE, ...(opts.config?.node as object | undefined) },
     },
     'test config',
   );
