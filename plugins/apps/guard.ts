@@ -10,6 +10,7 @@
  *   is never removed; `appstart` clears the reason.
  * It pauses while an install, removal or redeploy runs (they own the app's containers then).
  */
+import { Periodic } from './periodic.ts';
 import fs from 'node:fs';
 import type { Engine } from './engine.ts';
 import type { InstalledApp, InstalledComponent, Installer } from './installer.ts';
@@ -27,8 +28,7 @@ export interface AbuseRules {
 export type Emit = (name: string, data: Record<string, unknown>) => void;
 
 export class Guard {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly periodic = new Periodic(() => this.look(), (e) => this.log.warn({ err: e.message }, 'apps: guard round failed'));
   /** Last seen state per container ('running', 'exited', 'missing'). */
   private readonly states = new Map<string, string>();
   /** OOM kills seen per container: the FinishedAt of each, to count a kill once. */
@@ -48,27 +48,15 @@ export class Guard {
   ) {}
 
   start(intervalMs: number): void {
-    const loop = () => {
-      this.timer = setTimeout(async () => {
-        await this.tick();
-        if (this.timer) loop();
-      }, intervalMs);
-      this.timer.unref();
-    };
-    loop();
+    this.periodic.start(intervalMs);
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.periodic.stop();
   }
 
   tick(): Promise<void> {
-    this.running ??= this.look()
-      .catch((e) => this.log.warn({ err: (e as Error).message }, 'apps: guard round failed'))
-      .finally(() => (this.running = null));
-    return this.running;
+    return this.periodic.run();
   }
 
   /** A sighting of tampering: recorded, and announced once per (app, kind, hour). */

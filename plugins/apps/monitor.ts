@@ -5,6 +5,7 @@
  * the resource checks use; CPU is worked out against the previous sample of the same container, so the
  * sampler never waits for Docker's own two-reading stats (a second per container).
  */
+import { Periodic } from './periodic.ts';
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -45,8 +46,10 @@ interface Prev {
 export class Monitor {
   private readonly db: Database.Database;
   private readonly prev = new Map<string, Prev>();
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly periodic = new Periodic(() => this.sampleAll(), (e) => {
+    this.stats.failures++;
+    this.log.warn({ err: e.message }, 'apps: monitor round failed');
+  });
   readonly stats = { rounds: 0, samples: 0, failures: 0, lastRoundMs: 0 };
   private readonly insert: Database.Statement;
   private lastPurge = 0;
@@ -66,32 +69,17 @@ export class Monitor {
   }
 
   start(intervalMs: number): void {
-    const loop = () => {
-      this.timer = setTimeout(async () => {
-        await this.round();
-        if (this.timer) loop();
-      }, intervalMs);
-      this.timer.unref();
-    };
-    loop();
+    this.periodic.start(intervalMs);
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.periodic.stop();
     this.db.close();
   }
 
   /** One sampling round over every installed component (running or not: a stop is history too). */
   round(): Promise<void> {
-    this.running ??= this.sampleAll()
-      .catch((e) => {
-        this.stats.failures++;
-        this.log.warn({ err: (e as Error).message }, 'apps: monitor round failed');
-      })
-      .finally(() => (this.running = null));
-    return this.running;
+    return this.periodic.run();
   }
 
   private async sampleAll(): Promise<void> {

@@ -4,6 +4,7 @@
  * payment with enough confirmations makes its message permanent; a payment the explorer no longer lists
  * (a reorganisation undid its block) is dropped, and its message with it.
  */
+import { Periodic } from './periodic.ts';
 import type { Collection } from '../../core/plugin-api.ts';
 import type { RpcClient } from '../daemon/api.ts';
 import { toSatoshis } from './pricing.ts';
@@ -48,8 +49,10 @@ export function opReturnHash(hex: string | undefined): string {
 }
 
 export class PaymentWatcher {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly periodic = new Periodic(() => this.look(), (e) => {
+    this.lastError = e.message;
+    this.o.log.warn({ err: this.lastError }, 'apps: reading registry payments failed; retrying');
+  });
   lastError: string | null = null;
 
   constructor(
@@ -66,31 +69,16 @@ export class PaymentWatcher {
   ) {}
 
   start(intervalMs: number): void {
-    const loop = () => {
-      this.timer = setTimeout(async () => {
-        await this.tick();
-        if (this.timer) loop();
-      }, intervalMs);
-      this.timer.unref();
-    };
-    loop();
+    this.periodic.start(intervalMs);
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.periodic.stop();
   }
 
   /** One look at the registry address (never two at once). */
   tick(): Promise<void> {
-    this.running ??= this.look()
-      .catch((e) => {
-        this.lastError = (e as Error).message;
-        this.o.log.warn({ err: this.lastError }, 'apps: reading registry payments failed; retrying');
-      })
-      .finally(() => (this.running = null));
-    return this.running;
+    return this.periodic.run();
   }
 
   private async look(): Promise<void> {

@@ -5,6 +5,7 @@
  * adopts the containers it finds by label: nothing is recreated that still exists. It never removes an
  * app: a failure is retried at the next rung.
  */
+import { Periodic } from './periodic.ts';
 import type { Engine } from './engine.ts';
 import type { InstalledComponent, Installer, InstalledApp } from './installer.ts';
 import { normalise } from './spec.ts';
@@ -25,8 +26,10 @@ interface Track {
 
 export class Reconciler {
   private readonly tracks = new Map<string, Track>();
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly periodic = new Periodic(() => this.look(), (e) => {
+    this.lastError = e.message;
+    this.log.warn({ err: this.lastError }, 'apps: reconciling failed; retrying');
+  });
   readonly stats = { ticks: 0, starts: 0, recreated: 0, adopted: 0, failures: 0 };
   lastError: string | null = null;
 
@@ -59,30 +62,15 @@ export class Reconciler {
   }
 
   start(intervalMs: number): void {
-    const loop = () => {
-      this.timer = setTimeout(async () => {
-        await this.tick();
-        if (this.timer) loop();
-      }, intervalMs);
-      this.timer.unref();
-    };
-    loop();
+    this.periodic.start(intervalMs);
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.periodic.stop();
   }
 
   tick(): Promise<void> {
-    this.running ??= this.look()
-      .catch((e) => {
-        this.lastError = (e as Error).message;
-        this.log.warn({ err: this.lastError }, 'apps: reconciling failed; retrying');
-      })
-      .finally(() => (this.running = null));
-    return this.running;
+    return this.periodic.run();
   }
 
   private due(t: Track, now: number): boolean {
