@@ -41,12 +41,6 @@ export function readRaw(req: IncomingMessage, limit: number, into?: Buffer): Pro
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
@@ -64,13 +58,7 @@ export function readRaw(req: IncomingMessage, limit: number, into?: Buffer): Pro
       }
       chunks.push(chunk);
     };
-    const onEnd = () => (cleanup(), resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
-    const onError = (e: Error) => (cleanup(), reject(new ApiError(400, 'BadRequest', `The request body could not be read: ${e.message}`)));
-    const onAborted = () => (cleanup(), reject(new ApiError(400, 'BadRequest', 'The client aborted the request body')));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
+    const cleanup = readBody(req, onData, () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)), reject);
   });
 }
 
@@ -78,26 +66,39 @@ function readDeclared(req: IncomingMessage, length: number, into?: Buffer): Prom
   return new Promise((resolve, reject) => {
     const buf = into ? into.subarray(0, length) : Buffer.allocUnsafe(length);
     let size = 0;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-    };
-    const onData = (chunk: Buffer) => {
-      // Node's parser stops at Content-Length; more here would be a parser bug, never trusted.
-      const n = Math.min(chunk.length, length - size);
-      chunk.copy(buf, size, 0, n);
-      size += n;
-    };
-    const onEnd = () => (cleanup(), resolve(size === length ? buf : buf.subarray(0, size)));
-    const onError = (e: Error) => (cleanup(), reject(new ApiError(400, 'BadRequest', `The request body could not be read: ${e.message}`)));
-    const onAborted = () => (cleanup(), reject(new ApiError(400, 'BadRequest', 'The client aborted the request body')));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
+    readBody(
+      req,
+      (chunk) => {
+        // Node's parser stops at Content-Length; more here would be a parser bug, never trusted.
+        const n = Math.min(chunk.length, length - size);
+        chunk.copy(buf, size, 0, n);
+        size += n;
+      },
+      () => resolve(size === length ? buf : buf.subarray(0, size)),
+      reject,
+    );
   });
+}
+
+/**
+ * The listeners of one body read: `onData` per chunk, `onEnd` once it is whole, a failed or aborted read
+ * rejected as 400. Returns the function that detaches them all (a reader that refuses mid-body calls it).
+ */
+function readBody(req: IncomingMessage, onData: (chunk: Buffer) => void, onEnd: () => void, reject: (e: unknown) => void): () => void {
+  const cleanup = () => {
+    req.off('data', onData);
+    req.off('end', end);
+    req.off('error', error);
+    req.off('aborted', aborted);
+  };
+  const end = () => (cleanup(), onEnd());
+  const error = (e: Error) => (cleanup(), reject(new ApiError(400, 'BadRequest', `The request body could not be read: ${e.message}`)));
+  const aborted = () => (cleanup(), reject(new ApiError(400, 'BadRequest', 'The client aborted the request body')));
+  req.on('data', onData);
+  req.on('end', end);
+  req.on('error', error);
+  req.on('aborted', aborted);
+  return cleanup;
 }
 
 /** raw-json: JSON whatever the content type; an empty body is an empty object. */

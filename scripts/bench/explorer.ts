@@ -19,6 +19,7 @@
  *
  * Everything lives under /tmp/explorer-bench-* and is removed at the end (the 10M indexes take GBs).
  */
+import { polymod } from '../../plugins/explorer/address.ts';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -166,16 +167,6 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
 // --- synthetic index -------------------------------------------------------------------------------------
 
 const CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
-function polymod(values: number[]): number {
-  const GEN = [0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3];
-  let chk = 1;
-  for (const v of values) {
-    const top = chk >>> 25;
-    chk = ((chk & 0x1ffffff) << 5) ^ v;
-    for (let i = 0; i < 5; i++) if ((top >>> i) & 1) chk ^= GEN[i];
-  }
-  return chk >>> 0;
-}
 /** A regtest P2WPKH address (bech32, hrp `rltc`) for a 20-byte program: valid for the daemon. */
 function regtestAddress(program: Buffer): string {
   const hrp = 'rltc';
