@@ -22,6 +22,9 @@ import { Reconciler } from './reconciler.ts';
 import { Registry } from './registry.ts';
 import { checkSpecification } from './spec-rules.ts';
 import { Volumes } from './volumes.ts';
+import { appsService, type AppsService, type InstalledAppView } from './api.ts';
+import { ignoreNotRunning } from './installer.ts';
+import { normalise } from './spec.ts';
 
 export interface AppsConfig {
   docker: { socketPath: string; subnetBase: string; nofile: number };
@@ -44,6 +47,7 @@ export interface AppsConfig {
 export default definePlugin({
   id: 'apps',
   version: '1.0.0',
+  provides: { apps: appsService },
   deps: {
     identity: identityService,
     // Payments wait while the explorer or the daemon is disabled; installed apps are managed all the same.
@@ -217,8 +221,48 @@ export default definePlugin({
     purge.unref();
 
     const handlers = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp });
+    const view = (r: InstalledApp): InstalledAppView => ({
+      name: r.name,
+      owner: r.owner,
+      hash: r.hash,
+      version: r.version,
+      installedAt: r.installedAt,
+      specification: r.appSpecification,
+      components: r.components.map((c) => {
+        const spec = normalise(r.appSpecification).components.find((x) => x.name === c.name);
+        return { name: c.name, container: c.container, desired: c.desired, containerData: spec?.containerData ?? '', mountpoint: volumes.mountpoint(c.container), mounted: volumes.isMounted(c.container) };
+      }),
+    });
+    const component = async (app: string, name: string) => {
+      const rec = await installer.installed(app);
+      const c = rec?.components.find((x) => x.name === name);
+      if (!rec || !c) throw new Error(`${app}/${name} is not installed on this node`);
+      return c;
+    };
+    const apps: AppsService = {
+      installed: async (name) => {
+        const r = await installer.installed(name);
+        return r ? view(r) : null;
+      },
+      list: async () => (await installer.store.find({})).map(view),
+      registered: async (name) => {
+        const g = await registry.spec(name);
+        return g ? { hash: g.hash, specification: g.appSpecification } : null;
+      },
+      stopComponent: async (app, name) => {
+        const c = await component(app, name);
+        await installer.setDesired(app, [name], 'stopped');
+        await engine.container(c.container).stop({ t: 10 }).catch(ignoreNotRunning);
+      },
+      startComponent: async (app, name) => {
+        const c = await component(app, name);
+        await installer.setDesired(app, [name], 'running');
+        await engine.container(c.container).start().catch(ignoreNotRunning);
+      },
+    };
     return {
       handlers,
+      services: { apps },
       dispose: async () => {
         clearInterval(purge);
         policy.stop();

@@ -1,0 +1,44 @@
+/**
+ * The apps plugin's public contract for other plugins (volumes, file sync, the peer network):
+ * `deps: { apps: appsService }`. What runs on this node, where each component's volume is mounted, and
+ * stopping and starting a component the way an owner's appstop/appstart does (the reconciler keeps it so).
+ */
+import { createServiceRef } from '../../core/plugin-api.ts';
+
+export interface AppComponentView {
+  name: string;
+  /** The Docker container's name. */
+  container: string;
+  desired: 'running' | 'stopped';
+  /** The component's `containerData` as the specification has it (`/data`, `r:/data`, `g:/data|0:/x`...). */
+  containerData: string;
+  /** The host folder the component's volume is mounted on; its primary data is `<mountpoint>/appdata`. */
+  mountpoint: string;
+  /** Whether the volume is mounted now (never read or share the folder of an unmounted volume). */
+  mounted: boolean;
+}
+
+export interface InstalledAppView {
+  name: string;
+  owner: string;
+  hash: string;
+  version: number;
+  installedAt: number;
+  specification: Record<string, any>;
+  components: AppComponentView[];
+}
+
+export interface AppsService {
+  /** An app installed on this node, or null. */
+  installed(name: string): Promise<InstalledAppView | null>;
+  /** Every app installed on this node. */
+  list(): Promise<InstalledAppView[]>;
+  /** The registered (global) specification of an app, with its hash, or null. */
+  registered(name: string): Promise<{ hash: string; specification: Record<string, any> } | null>;
+  /** Stop a component's container and keep it stopped (as `appstop` does). */
+  stopComponent(app: string, component: string): Promise<void>;
+  /** Start a component's container and keep it running (as `appstart` does). */
+  startComponent(app: string, component: string): Promise<void>;
+}
+
+export const appsService = createServiceRef<AppsService>('apps');

@@ -1,0 +1,39 @@
+/**
+ * The peer network's public contract for other plugins (apps, file sync): `deps: { peers: optional(peerNetwork) }`.
+ * Messages are signed by the sending node, de-duplicated and hop-limited; a handler sees each message once.
+ */
+import { createServiceRef } from '../../core/plugin-api.ts';
+
+export interface PeerMessage<T = unknown> {
+  type: string;
+  payload: T;
+  /** The public key of the node that first sent it. */
+  origin: string;
+  /** When the origin sent it (ms since the epoch). */
+  sentAt: number;
+}
+
+/** Where an app runs, as its node reported it. */
+export interface AppLocation {
+  name: string;
+  hash: string;
+  /** The node's address as peers reach it: `ip` or `ip:apiport`. */
+  ip: string;
+  /** The node's public key. */
+  node: string;
+  broadcastedAt: number;
+  runningSince: number;
+}
+
+export interface PeerNetwork {
+  /** This node's public key. */
+  readonly nodeKey: string;
+  /** Send a message to every node in the network. */
+  broadcast(type: string, payload: unknown): Promise<void>;
+  /** Receive messages of one type from the network (not the node's own); returns the unsubscribe function. */
+  on<T = unknown>(type: string, handler: (msg: PeerMessage<T>) => void): () => void;
+  /** The nodes that run an app (from the running notices they broadcast). */
+  locations(app: string): Promise<AppLocation[]>;
+}
+
+export const peerNetwork = createServiceRef<PeerNetwork>('peers');
