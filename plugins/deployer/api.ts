@@ -198,15 +198,10 @@ export function handlers(p: Parts) {
       });
     },
 
-    logs({ params, query }: HandlerInput) {
-      const id = String(params.identifier);
-      const format = query.format ?? 'text';
-      if (format !== 'text' && format !== 'json') return error(400, 'format must be text or json');
-      let tail: number | undefined;
-      if (query.tail !== undefined) {
-        if (!/^\d{1,7}$/.test(query.tail)) return error(400, 'tail must be a whole number of lines');
-        tail = Number(query.tail);
-      }
+    logs({ values }: HandlerInput) {
+      const id: string = values.identifier;
+      const format: 'text' | 'json' = values.format;
+      const tail: number | undefined = values.tail;
       const d = findDeployment(store.state.history, id);
       const content = d ? readLog(engine.logsDir, d) : null;
       if (!d || content === null)
