@@ -59,5 +59,13 @@ for (const r of results) {
   failed += r.failed + (r.code !== 0 && r.failed === 0 ? 1 : 0);
 }
 fs.rmSync(out, { recursive: true, force: true });
+// CI shows only the tail of the output: repeat each shard's failure report (mocha's "N failing" section,
+// or the end of a shard that died) right above the closing line, so a failure is never cut off.
+for (const r of results) {
+  if (!r.failed && !r.code) continue;
+  const at = r.text.search(/^\s+\d+ failing/m);
+  const report = at >= 0 ? r.text.slice(at) : r.text.slice(-4000);
+  process.stdout.write(`\n===== failures of ${r.areas.join(' ')} =====\n${report.replace(/^(\d+) passed, (\d+) failed.*$/gm, '').slice(0, 12000)}\n`);
+}
 process.stdout.write(`\nall shards in ${Math.round((Date.now() - started) / 1000)} s\n${passed} passed, ${failed} failed\n`);
 process.exit(failed ? 1 : 0);
