@@ -126,13 +126,16 @@ export class PolicyHolder {
           results.push({ source, outcome: policy.issuedAt === this.held.policy.issuedAt ? 'held' : 'older than the held policy; not taken', at });
           continue;
         }
-        this.held = { policy, signed, source, receivedAt: this.o.now() };
+        const held = { policy, signed, source, receivedAt: this.o.now() };
         const tmp = `${this.o.file}.tmp`;
         await fs.promises.mkdir(path.dirname(this.o.file), { recursive: true });
-        await fs.promises.writeFile(tmp, JSON.stringify({ signed, source, receivedAt: this.held.receivedAt }));
+        await fs.promises.writeFile(tmp, JSON.stringify({ signed, source, receivedAt: held.receivedAt }));
         await fs.promises.rename(tmp, this.o.file);
+        // Held and gate change together, after the copy is on disk: a reader never sees the policy held
+        // while the image-pulling routes still answer 503 (a test saw exactly that between the awaits).
+        this.held = held;
+        this.o.onChange(held);
         this.o.log.info({ source, issuedAt: policy.issuedAt, signer: signed.legacyid }, 'apps: network policy taken');
-        this.o.onChange(this.held);
         results.push({ source, outcome: 'taken', at });
       } catch (e) {
         errors.push(`${source}: ${(e as Error).message}`);

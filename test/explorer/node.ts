@@ -60,6 +60,8 @@ export async function synced(node: { get(p: string): Promise<Answer> }, ltc: Reg
     tip = await ltc.rpc.call<number>('getblockcount');
     const a = await node.get('/explorer/scannedheight');
     return a.json?.status === 'success' && a.json.data.generalScannedHeight === tip;
-  });
+    // Indexing ~1,800 regtest blocks from a restart took 20 s at load 20 on 2 cores (a CI failure at 800
+    // tries): the deadline is for a node that stopped indexing, not for a slow machine.
+  }, 4800);
   return tip;
 }
