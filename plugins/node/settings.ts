@@ -49,7 +49,7 @@ export interface NodeConfig {
   staticIpOrgs: string[];
   availability: { timeoutMs: number; minimumVersion: string };
   /** UPnP: keep the node's own ports mapped (`enabled`), how the gateway is found, lease and refresh. */
-  upnp: { enabled: boolean; gatewayUrl?: string; searchTimeoutMs: number; leaseSeconds: number; refreshMinutes: number; maxListed: number };
+  upnp: { enabled: boolean; gatewayUrl?: string; searchTimeoutMs: number; requestTimeoutMs: number; leaseSeconds: number; refreshMinutes: number; maxListed: number };
   /** Node-to-node port checks (keepupnpportsopen, checkappavailability). */
   ports: { appMin: number; appMax: number; banned: number[]; signatureMaxAgeSeconds: number; touchGapMs: number };
   hardened: { configDaemonUrl: string; timeoutMs: number };
@@ -200,6 +200,8 @@ export const schema = configSchema<NodeConfig>({
         enabled: { type: 'boolean', default: false },
         gatewayUrl: { type: 'string', pattern: '^http://[^\\s]+$' },
         searchTimeoutMs: { type: 'integer', minimum: 100, maximum: 60_000, default: 3000 },
+        // One route's calls to the gateway (a mapping is two calls, a list one per entry).
+        requestTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000, default: 10_000 },
         // 0: no expiry (an IGDv2 gateway makes it its longest lease, a week); renewed at each refresh anyway.
         leaseSeconds: { type: 'integer', minimum: 0, maximum: 604_800, default: 0 },
         // About every 6 blocks of 2 minutes (facts §4.6).

@@ -43,6 +43,9 @@ function failure(action: string, e: unknown): ApiError {
   if (e instanceof ApiError) return e;
   const u = upnpError(e);
   if (u) return new ApiError(502, 'UpnpRefused', `The gateway refused ${action}: ${u.code} ${u.description}`.trim());
+  const code = (e as { code?: string })?.code;
+  if (code && ['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT'].includes(code))
+    return new ApiError(503, 'UpnpUnavailable', `The UPnP gateway does not answer (${code})`);
   const msg = (e as Error)?.message ?? String(e);
   return new ApiError(502, 'UpnpFailed', `${action} through the gateway failed: ${msg.slice(0, 200)}`);
 }
@@ -83,11 +86,17 @@ export function createUpnp(config: NodeConfig['upnp']) {
       client?.close();
       throw new ApiError(503, 'UpnpUnavailable', `No UPnP gateway answered within ${config.searchTimeoutMs} ms (${((e as Error).message ?? '').slice(0, 120)})`);
     }
+    // The library's HTTP calls have no timeout: a gateway that accepts and never answers is cut here.
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ApiError(503, 'UpnpUnavailable', `The UPnP gateway did not answer ${action} within ${config.requestTimeoutMs} ms`)), config.requestTimeoutMs);
+    });
     try {
-      return await fn(g);
+      return await Promise.race([fn(g), deadline]);
     } catch (e) {
       throw failure(action, e);
     } finally {
+      clearTimeout(timer);
       client?.close();
     }
   }
