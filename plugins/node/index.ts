@@ -11,6 +11,7 @@ import { daemonControlService, daemonService } from '../daemon/api.ts';
 import { createBenchmark } from './benchmark.ts';
 import { controlHandlers } from './control.ts';
 import { DOS_BAN, createDos } from './dos.ts';
+import { createDosRounds } from './dossources.ts';
 import { createGeolocator } from './geolocation.ts';
 import { logHandlers } from './logs.ts';
 import { firewallHandlers } from './firewall.ts';
@@ -58,6 +59,7 @@ export default definePlugin({
     const geo = createGeolocator(ctx.config, ctx.clock);
     const overlay = overlayHandlers(ctx.node.dataDir);
     const payment = paymentHandlers(ctx.clock, ctx.store('paymentrequests'), ctx.store('payments'));
+    const dosRounds = createDosRounds({ config: ctx.config.dos, dos, benchmark, daemon: ctx.daemon, log: ctx.log });
     const upnp = createUpnp(ctx.config.upnp);
     const ownPorts = ctx.config.upnp.enabled ? keepOwnPorts(upnp, ctx.node.apiPort, ctx.config.upnp, ctx.log) : undefined;
     return {
@@ -118,6 +120,7 @@ export default definePlugin({
         dropDos();
         payment.dispose();
         await ownPorts?.stop();
+        await dosRounds.stop();
       },
     };
   },

@@ -50,6 +50,8 @@ export interface NodeConfig {
   availability: { timeoutMs: number; minimumVersion: string };
   /** UPnP: keep the node's own ports mapped (`enabled`), how the gateway is found, lease and refresh. */
   upnp: { enabled: boolean; gatewayUrl?: string; searchTimeoutMs: number; requestTimeoutMs: number; leaseSeconds: number; refreshMinutes: number; maxListed: number };
+  /** The DOS counter's checks (dossources.ts): how often, and the lowest benchmark version accepted. */
+  dos: { intervalSeconds: number; benchmarkMinimumVersion: string };
   /** Node-to-node port checks (keepupnpportsopen, checkappavailability). */
   ports: { appMin: number; appMax: number; banned: number[]; signatureMaxAgeSeconds: number; touchGapMs: number };
   hardened: { configDaemonUrl: string; timeoutMs: number };
@@ -207,6 +209,16 @@ export const schema = configSchema<NodeConfig>({
         // About every 6 blocks of 2 minutes (facts §4.6).
         refreshMinutes: { type: 'number', minimum: 0.01, maximum: 1440, default: 12 },
         maxListed: { type: 'integer', minimum: 1, maximum: 65_535, default: 1024 },
+      },
+      default: {},
+    },
+    dos: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        // 0: no rounds.
+        intervalSeconds: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
+        benchmarkMinimumVersion: { type: 'string', pattern: '^\\d+\\.\\d+\\.\\d+$', default: '6.2.0' },
       },
       default: {},
     },
