@@ -130,6 +130,8 @@ export function stateHandlers(d: StateDeps) {
           osVersion: os.release(),
           ip: address,
           staticIp: 'error' in (geolocation as object) ? geolocation : (geolocation as { static: boolean }).static,
+          // Whether the node keeps its own ports mapped through UPnP (facts §4.2 `upnp`).
+          upnp: config.upnp.enabled,
           legacyid: d.node.operatorId,
           timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
           dos,

@@ -47,6 +47,8 @@ function failure(action: string, e: unknown): ApiError {
   if (code && ['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT'].includes(code))
     return new ApiError(503, 'UpnpUnavailable', `The UPnP gateway does not answer (${code})`);
   const msg = (e as Error)?.message ?? String(e);
+  // The library turns an unreadable description into a TypeError on its missing `root.device`.
+  if (e instanceof TypeError && /'device'/.test(msg)) return new ApiError(503, 'UpnpUnavailable', "The UPnP gateway's description cannot be read");
   return new ApiError(502, 'UpnpFailed', `${action} through the gateway failed: ${msg.slice(0, 200)}`);
 }
 
@@ -77,6 +79,10 @@ export function createUpnp(config: NodeConfig['upnp']) {
     try {
       if (config.gatewayUrl) {
         const url = new URL(config.gatewayUrl);
+        // The library reads the description at each call but hides why it could not: ask first.
+        const res = await fetch(config.gatewayUrl, { signal: AbortSignal.timeout(config.searchTimeoutMs), redirect: 'error' });
+        await res.arrayBuffer();
+        if (!res.ok) throw new Error(`its description answers HTTP ${res.status}`);
         g = { gateway: new Device(config.gatewayUrl), address: await localAddressTowards(url.hostname, Number(url.port) || 80) };
       } else {
         client = new Client({ timeout: config.searchTimeoutMs });
@@ -84,7 +90,12 @@ export function createUpnp(config: NodeConfig['upnp']) {
       }
     } catch (e) {
       client?.close();
-      throw new ApiError(503, 'UpnpUnavailable', `No UPnP gateway answered within ${config.searchTimeoutMs} ms (${((e as Error).message ?? '').slice(0, 120)})`);
+      const why = ((e as Error).cause as Error | undefined)?.message ?? (e as Error).message ?? '';
+      throw new ApiError(
+        503,
+        'UpnpUnavailable',
+        config.gatewayUrl ? `The UPnP gateway at ${config.gatewayUrl} does not answer (${why.slice(0, 120)})` : `No UPnP gateway answered within ${config.searchTimeoutMs} ms (${why.slice(0, 120)})`,
+      );
     }
     // The library's HTTP calls have no timeout: a gateway that accepts and never answers is cut here.
     let timer: NodeJS.Timeout | undefined;

@@ -66,6 +66,7 @@ export async function createHomeNetwork(): Promise<HomeNetwork> {
     inNs,
     exec,
     async startIgd() {
+      if (igd && igd.exitCode === null) return;
       const log = fs.openSync(path.join(dir, 'miniupnpd.log'), 'a');
       igd = spawn(inNs(router)[0], [...inNs(router).slice(1), 'miniupnpd', '-f', path.join(dir, 'miniupnpd.conf'), '-d', '-P', path.join(dir, 'miniupnpd.pid')], { stdio: ['ignore', log, log] });
       fs.closeSync(log);

@@ -12,7 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { canBuildHomeNetwork, createHomeNetwork, LAN_GW, LAN_NODE, WAN_IP, type HomeNetwork } from './netns-router.ts';
-import { CORE_TEAM, MEMBER, asOperator, authAs, err, ok, waitFor } from './support.ts';
+import { CORE_TEAM, MEMBER, asOperator, authAs, err, ok, startOpsNode, waitFor } from './support.ts';
 
 const API = 25127;
 
@@ -23,9 +23,9 @@ describe('UPnP through miniupnpd (network namespaces)', function () {
   let socketPath: string;
   const helpers: ChildProcess[] = [];
 
-  function get(p: string, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string }> {
+  function get(p: string, headers: Record<string, string> = {}, via = socketPath): Promise<{ status: number; json: any; text: string }> {
     return new Promise((resolve, reject) => {
-      const req = http.request({ socketPath, path: p, headers }, (res) => {
+      const req = http.request({ socketPath: via, path: p, headers }, (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
         res.on('end', () => {
@@ -56,18 +56,25 @@ describe('UPnP through miniupnpd (network namespaces)', function () {
       config: { api: { port: API } },
       node: { upnp: { enabled: true, searchTimeoutMs: 1500, refreshMinutes: 0.05 } },
     };
-    child = spawn(home.inNs(home.lan)[0], [...home.inNs(home.lan).slice(1), process.execPath, '--import', 'tsx', path.join(REPO_ROOT, 'test/node/lan-node.ts'), JSON.stringify(opts), socketPath], {
+    child = await startLanNode(opts, socketPath);
+  });
+
+  /** A node child process inside the LAN namespace, served on `sock`. */
+  async function startLanNode(opts: object, sock: string): Promise<ChildProcess> {
+    const c = spawn(home!.inNs(home!.lan)[0], [...home!.inNs(home!.lan).slice(1), process.execPath, '--import', 'tsx', path.join(REPO_ROOT, 'test/node/lan-node.ts'), JSON.stringify(opts), sock], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
+    helpers.push(c);
     await new Promise<void>((resolve, reject) => {
-      child!.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
-      child!.once('exit', (code) => reject(new Error(`the LAN node exited (${code})`)));
+      c.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+      c.once('exit', (code) => reject(new Error(`the LAN node exited (${code})`)));
     });
-  });
+    return c;
+  }
 
   after(async () => {
-    for (const h of helpers) h.kill();
+    for (const h of helpers) if (h !== child) h.kill();
     if (child && child.exitCode === null) {
       const gone = new Promise((r) => child!.once('exit', r));
       child.kill('SIGKILL');
@@ -94,6 +101,12 @@ describe('UPnP through miniupnpd (network namespaces)', function () {
     assert.match(g.gateway.description, new RegExp(`^http://${LAN_GW.replace(/\./g, '\\.')}:\\d+/rootDesc\\.xml$`));
     assert.ok(Array.isArray(g.gateway.services) && g.gateway.services.some((s: string) => /WANIPConnection/.test(s)), JSON.stringify(g));
     assert.equal(g.address, LAN_NODE);
+    // A node told where the gateway is (upnp.gatewayUrl) needs no search.
+    const told = path.join(home!.dir, 'told.sock');
+    const second = await startLanNode({ node: { upnp: { gatewayUrl: g.gateway.description } } }, told);
+    assert.equal(ok(await get('/core/getip', asOperator(), told)), WAN_IP);
+    assert.equal(ok(await get('/core/getgateway', asOperator(), told)).address, LAN_NODE);
+    second.kill('SIGTERM');
     for (const p of ['/core/getip', '/core/getgateway', '/core/getmap', '/core/mapport/25301', '/core/unmapport/25301']) {
       assert.equal(err(await get(p, authAs(MEMBER))).code, 401, p);
       assert.equal(err(await get(p)).code, 401, p);
@@ -129,15 +142,31 @@ describe('UPnP through miniupnpd (network namespaces)', function () {
 
   it('says when no gateway answers, and maps its own ports again once the router is back', async () => {
     await home!.stopIgd();
+    try {
+      await noGateway();
+    } finally {
+      await home!.startIgd();
+    }
+    // A restarted miniupnpd starts with no mappings; the node's refresh (every 3 s here) maps them again.
+    await waitFor(async () => (await get('/core/getmap', asOperator())).json?.data?.some?.((m: { description: string }) => m.description === 'Core_API'), 30_000, 'the own ports to be mapped again');
+  });
+
+  async function noGateway() {
     for (const p of ['/core/getip', '/core/getmap', '/core/mapport/25302']) {
       const e = err(await get(p, asOperator()));
       assert.equal(e.name, 'UpnpUnavailable', p);
       assert.equal(e.code, 503);
     }
-    await home!.startIgd();
-    // A restarted miniupnpd starts with no mappings; the node's refresh (every 3 s here) maps them again.
-    await waitFor(async () => (await get('/core/getmap', asOperator())).json?.data?.some?.((m: { description: string }) => m.description === 'Core_API'), 30_000, 'the own ports to be mapped again');
-  });
+    // A configured gateway that is not there (in this process: no search on the machine's own network).
+    const away = await startOpsNode({ node: { upnp: { gatewayUrl: 'http://127.0.0.1:25498/rootDesc.xml' } } });
+    try {
+      const e = err(await away.get('/core/getgateway', asOperator()));
+      assert.deepEqual([e.code, e.name], [503, 'UpnpUnavailable']);
+      assert.match(e.message, /gateway at http:\/\/127\.0\.0\.1:25498\/rootDesc\.xml does not answer \(.*ECONNREFUSED/);
+    } finally {
+      await away.close();
+    }
+  }
 
   it('removes its own mappings when it stops', async () => {
     assert.match(natRules(), /dport 25127/);
