@@ -22,11 +22,10 @@ export function firewallHandlers(config: NodeConfig, logFile: string) {
   }
 
   return {
-    async allowport({ params }: HandlerInput) {
-      const raw = String(params.port ?? '').trim();
-      if (!raw) throw new ApiError(400, 'BadRequest', 'No Port address specified.');
-      const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
-      if (!(port >= 1 && port <= 65535)) throw new ApiError(400, 'BadRequest', 'The port must be an integer from 1 to 65535');
+    async allowport({ values }: HandlerInput) {
+      // An integer from 1 to 65535 (the manifest's input) when given.
+      const port = values.port as number | undefined;
+      if (port === undefined) throw new ApiError(400, 'BadRequest', 'No Port address specified.');
       if (fw.tool === 'none') throw new ApiError(501, 'NoFirewall', 'No firewall tool is configured on this node (node.firewall.tool)');
       if (fw.tool === 'ufw') {
         await run(['allow', String(port)]);

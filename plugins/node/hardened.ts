@@ -42,12 +42,11 @@ export function hardenedHandlers(config: NodeConfig) {
       if (status !== 200 || typeof data?.challenge !== 'string') throw new ApiError(502, 'BadGateway', `The config daemon gave no challenge (HTTP ${status})`);
       return { challenge: data.challenge };
     },
-    async configsync({ ip, body }: HandlerInput) {
-      const b = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
-      for (const k of ['challenge', 'encryptedChallenge', 'signature'])
-        if (typeof b[k] !== 'string' || !(b[k] as string).length || (b[k] as string).length > 8192) throw new ApiError(400, 'BadRequest', `${k} must be a non-empty string`);
+    async configsync({ ip, values: b }: HandlerInput) {
+      // Each given field's form is checked by the manifest's input; each one is needed.
+      for (const k of ['challenge', 'encryptedChallenge', 'signature']) if (b[k] === undefined) throw new ApiError(400, 'BadRequest', `${k} must be a non-empty string`);
       const cd = b.configData;
-      if (!cd || typeof cd !== 'object' || Array.isArray(cd)) throw new ApiError(400, 'BadRequest', 'configData must be an object');
+      if (cd === undefined) throw new ApiError(400, 'BadRequest', 'configData must be an object');
       if (JSON.stringify(cd).length > MAX_CONFIG) throw new ApiError(400, 'BadRequest', 'configData is larger than 16 KB');
       const { status, data } = await ask('configupdate', { ip, challenge: b.challenge, encryptedChallenge: b.encryptedChallenge, signature: b.signature, configData: cd });
       if (status === 401) throw new ApiError(401, 'Unauthorized', 'The config daemon did not accept the challenge or signature');

@@ -11,16 +11,19 @@ import { daemonControlService, daemonService } from '../daemon/api.ts';
 import { createBenchmark } from './benchmark.ts';
 import { controlHandlers } from './control.ts';
 import { DOS_BAN, createDos } from './dos.ts';
+import { createDosRounds } from './dossources.ts';
 import { createGeolocator } from './geolocation.ts';
 import { logHandlers } from './logs.ts';
 import { firewallHandlers } from './firewall.ts';
 import { hardenedHandlers } from './hardened.ts';
 import { overlayHandlers } from './overlay.ts';
 import { paymentHandlers } from './payment.ts';
+import { portHandlers } from './ports.ts';
 import { ensurePgpKey } from './pgp.ts';
 import { schema } from './settings.ts';
 import { stateHandlers } from './state.ts';
 import { streamHandlers } from './streamchain.ts';
+import { createUpnp, keepOwnPorts } from './upnp.ts';
 
 export default definePlugin({
   id: 'node',
@@ -56,6 +59,9 @@ export default definePlugin({
     const geo = createGeolocator(ctx.config, ctx.clock);
     const overlay = overlayHandlers(ctx.node.dataDir);
     const payment = paymentHandlers(ctx.clock, ctx.store('paymentrequests'), ctx.store('payments'));
+    const dosRounds = createDosRounds({ config: ctx.config.dos, dos, benchmark, daemon: ctx.daemon, log: ctx.log });
+    const upnp = createUpnp(ctx.config.upnp);
+    const ownPorts = ctx.config.upnp.enabled ? keepOwnPorts(upnp, ctx.node.apiPort, ctx.config.upnp, ctx.log) : undefined;
     return {
       handlers: {
         version: () => VERSION,
@@ -106,12 +112,15 @@ export default definePlugin({
         wspayment: payment.wspayment,
         ...hardenedHandlers(ctx.config),
         ...firewallHandlers(ctx.config, path.join(own, 'control.log')),
+        ...portHandlers({ config: ctx.config, upnp, daemon: ctx.daemon, log: ctx.log }),
         ...streamHandlers({ control: ctx.daemonControl, rpc: ctx.daemon, log: ctx.log, stopWaitMs: ctx.config.daemon.stopWaitMs }),
       },
-      dispose: () => {
+      dispose: async () => {
         dropCheck();
         dropDos();
         payment.dispose();
+        await ownPorts?.stop();
+        await dosRounds.stop();
       },
     };
   },

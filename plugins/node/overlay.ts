@@ -4,10 +4,8 @@
  * core/config.ts OVERLAY_KEYS), never written into code. Each answer says a restart is needed.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { ApiError, type HandlerInput } from '../../core/plugin-api.ts';
-import { API_PORTS } from './settings.ts';
 
 /** The file name the host reads (core/config.ts OVERLAY_FILE). */
 export const OVERLAY_FILE = 'operator-overlay.json';
@@ -33,28 +31,23 @@ export function overlayHandlers(dataDir: string) {
   }
   return {
     overlay: read,
-    adjustrouterip({ params }: HandlerInput) {
-      const ip = String(params.routerip ?? '').trim();
+    // Values checked by the manifest's input (an IP, an allowed port, the account's form, chain id 0 to 20).
+    adjustrouterip({ values }: HandlerInput) {
+      const ip = values.routerip as string | undefined;
       if (!ip) throw new ApiError(400, 'BadRequest', 'No ip specified.');
-      if (!net.isIP(ip)) throw new ApiError(400, 'BadRequest', `Router IP ${ip.slice(0, 64)} is not an IP address`);
       set('node.routerIp', ip);
       return { message: `Router IP adjusted. ${RESTART}` };
     },
-    adjustapiport({ params }: HandlerInput) {
-      const raw = String(params.apiport ?? '').trim();
-      if (!raw) throw new ApiError(400, 'BadRequest', 'No Port address specified.');
-      const port = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
-      if (!API_PORTS.includes(port)) throw new ApiError(400, 'BadRequest', `API Port not valid; allowed: ${API_PORTS.join(', ')}`);
+    adjustapiport({ values }: HandlerInput) {
+      const port = values.apiport as number | undefined;
+      if (port === undefined) throw new ApiError(400, 'BadRequest', 'No Port address specified.');
       set('api.port', port);
       return { message: `API Port adjusted. ${RESTART}` };
     },
-    adjustchainaccount({ params }: HandlerInput) {
-      const account = String(params.account ?? '').trim();
-      const chainRaw = String(params.chainid ?? '').trim();
+    adjustchainaccount({ values }: HandlerInput) {
+      const { account, chainid } = values as { account?: string; chainid?: number };
       if (!account) throw new ApiError(400, 'BadRequest', 'No chain account specified.');
-      if (!/^[A-Za-z0-9:_-]{1,128}$/.test(account)) throw new ApiError(400, 'BadRequest', 'Chain account not valid');
-      const chainid = /^\d{1,2}$/.test(chainRaw) ? Number(chainRaw) : NaN;
-      if (!(chainid >= 0 && chainid <= 20)) throw new ApiError(400, 'BadRequest', 'Chain id not valid; it is an integer from 0 to 20');
+      if (chainid === undefined) throw new ApiError(400, 'BadRequest', 'Chain id not valid; it is an integer from 0 to 20');
       set('node.chainAccount', { account, chainid });
       return { message: `Chain account adjusted. ${RESTART}` };
     },

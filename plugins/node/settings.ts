@@ -48,6 +48,12 @@ export interface NodeConfig {
   /** Organisation names that mark a static-IP hosting provider (facts §4.1). */
   staticIpOrgs: string[];
   availability: { timeoutMs: number; minimumVersion: string };
+  /** UPnP: keep the node's own ports mapped (`enabled`), how the gateway is found, lease and refresh. */
+  upnp: { enabled: boolean; gatewayUrl?: string; searchTimeoutMs: number; requestTimeoutMs: number; leaseSeconds: number; refreshMinutes: number; maxListed: number };
+  /** The DOS counter's checks (dossources.ts): how often, and the lowest benchmark version accepted. */
+  dos: { intervalSeconds: number; benchmarkMinimumVersion: string };
+  /** Node-to-node port checks (keepupnpportsopen, checkappavailability). */
+  ports: { appMin: number; appMax: number; banned: number[]; signatureMaxAgeSeconds: number; touchGapMs: number };
   hardened: { configDaemonUrl: string; timeoutMs: number };
   /** allowport: the firewall tool and how it runs (a command prefix, e.g. [ip, netns, exec, fw, nft]). */
   firewall: { tool: 'ufw' | 'nft' | 'none'; command: Argv; nft: { family: string; table: string; inputChain: string; outputChain: string } };
@@ -186,6 +192,45 @@ export const schema = configSchema<NodeConfig>({
           },
           default: {},
         },
+      },
+      default: {},
+    },
+    upnp: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        enabled: { type: 'boolean', default: false },
+        gatewayUrl: { type: 'string', pattern: '^http://[^\\s]+$' },
+        searchTimeoutMs: { type: 'integer', minimum: 100, maximum: 60_000, default: 3000 },
+        // One route's calls to the gateway (a mapping is two calls, a list one per entry).
+        requestTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000, default: 10_000 },
+        // 0: no expiry (an IGDv2 gateway makes it its longest lease, a week); renewed at each refresh anyway.
+        leaseSeconds: { type: 'integer', minimum: 0, maximum: 604_800, default: 0 },
+        // About every 6 blocks of 2 minutes (facts §4.6).
+        refreshMinutes: { type: 'number', minimum: 0.01, maximum: 1440, default: 12 },
+        maxListed: { type: 'integer', minimum: 1, maximum: 65_535, default: 1024 },
+      },
+      default: {},
+    },
+    dos: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        // 0: no rounds.
+        intervalSeconds: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
+        benchmarkMinimumVersion: { type: 'string', pattern: '^\\d+\\.\\d+\\.\\d+$', default: '6.2.0' },
+      },
+      default: {},
+    },
+    ports: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        appMin: { type: 'integer', minimum: 1, maximum: 65_535, default: 31_000 },
+        appMax: { type: 'integer', minimum: 1, maximum: 65_535, default: 39_999 },
+        banned: { type: 'array', items: { type: 'integer', minimum: 1, maximum: 65_535 }, default: [] },
+        signatureMaxAgeSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 600 },
+        touchGapMs: { type: 'integer', minimum: 0, maximum: 10_000, default: 250 },
       },
       default: {},
     },

@@ -130,6 +130,8 @@ export function stateHandlers(d: StateDeps) {
           osVersion: os.release(),
           ip: address,
           staticIp: 'error' in (geolocation as object) ? geolocation : (geolocation as { static: boolean }).static,
+          // Whether the node keeps its own ports mapped through UPnP (facts §4.2 `upnp`).
+          upnp: config.upnp.enabled,
           legacyid: d.node.operatorId,
           timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
           dos,
@@ -138,13 +140,9 @@ export function stateHandlers(d: StateDeps) {
         geolocation,
       };
     },
-    async checkcoreavailability({ params }: HandlerInput) {
-      const target = String(params.ip ?? '').trim();
-      if (!target) throw new ApiError(400, 'BadRequest', 'No ip specified.');
-      const portRaw = String(params.port ?? '16127');
-      const port = /^\d{1,5}$/.test(portRaw) ? Number(portRaw) : NaN;
-      if (!/^(\d{1,3})(\.\d{1,3}){3}$/.test(target) || target.split('.').some((x) => Number(x) > 255)) throw new ApiError(400, 'BadRequest', 'The ip is not an IPv4 address');
-      if (!(port >= 1 && port <= 65535)) throw new ApiError(400, 'BadRequest', 'The port is not a TCP port number');
+    async checkcoreavailability({ values }: HandlerInput) {
+      // An IPv4 address and a port (default 16127), checked by the manifest's input.
+      const { ip: target, port } = values as { ip: string; port: number };
       // Only nodes of the network's list are asked: the route is public and must not probe arbitrary hosts.
       let list: { ip?: string }[];
       try {

@@ -73,11 +73,9 @@ export function streamHandlers(opts: { control: () => DaemonControl | undefined;
       return { message: 'Daemon stopped; the chain can be streamed' };
     },
 
-    async streamchain({ ip, body, signal }: HandlerInput) {
+    async streamchain({ ip, values: b, signal }: HandlerInput) {
       const { control, rpc } = guard(ip);
       if (streaming) throw new ApiError(503, 'StreamBusy', 'A chain stream is already running');
-      const b = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
-      if (b.compress !== undefined && typeof b.compress !== 'boolean') throw new ApiError(400, 'BadRequest', 'compress must be true or false');
       const dir = chainDir(control.conf().confFile, control.conf().network);
       if (!dir) throw new ApiError(500, 'NoChainFolder', "The daemon's chain folder is unknown (daemon.confFile is not set or unreadable)");
       if (await answers(rpc)()) throw new ApiError(409, 'DaemonRunning', 'The daemon is running; call streamchainpreparation first');

@@ -253,6 +253,7 @@ describe('node tier, info and availability (real litecoind behind the corenode R
     assert.equal(info.core.legacyid, OPERATOR);
     assert.equal(info.core.version, ok(await node.get('/core/version')));
     assert.deepEqual(info.core.dos, { dosState: 0, dosMessage: null });
+    assert.equal(info.core.upnp, false);
     // litecoind has no getinfo, there is no benchmark daemon, no geolocation provider: each says so in place.
     assert.equal(typeof info.daemon.info.error.message, 'string');
     assert.equal(info.benchmark.info.error.name, 'DaemonUnreachable');

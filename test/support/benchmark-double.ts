@@ -15,7 +15,7 @@ export interface BenchmarkDouble {
   /** Every call that passed authentication, in order. */
   calls: { method: string; params: unknown[] }[];
   /** What the double reports; tests may change it. */
-  state: { benchmarking: string; backend: boolean; running: boolean };
+  state: { benchmarking: string; backend: boolean; running: boolean; version?: string; ipaddress?: string | null };
   /** 'ok' answers; 'hang' accepts requests and never answers. */
   mode: 'ok' | 'hang';
   /** The signature the double gives a hex string (so tests can predict the relayed answer). */
@@ -56,13 +56,13 @@ export async function startBenchmarkDouble(opts: { user?: string; password?: str
       case 'getbenchmarks':
         return {
           result: {
-            status: s.benchmarking, ipaddress: '203.0.113.7:16127', cores: 8, real_cores: 4, ram: 31.2, ssd: 480, hdd: 0, totalstorage: 480,
+            status: s.benchmarking, ipaddress: s.ipaddress === undefined ? '203.0.113.7:16127' : s.ipaddress, cores: 8, real_cores: 4, ram: 31.2, ssd: 480, hdd: 0, totalstorage: 480,
             disksinfo: [{ mount: '/', size: 480, writespeed: 820.5 }], ddwrite: 820.5, eps: 1450.2, ping: 12.3, download_speed: 512.4,
-            upload_speed: 498.1, speed: 498.1, architecture: 'amd64', thunder: false, systemsecure: false, bench_version: '4.0.0', core_version: '8.20.0',
+            upload_speed: 498.1, speed: 498.1, architecture: 'amd64', thunder: false, systemsecure: false, bench_version: s.version ?? '4.0.0', core_version: '8.20.0',
           },
         };
       case 'getinfo':
-        return { result: { version: '4.0.0', rpcport: double.port } };
+        return { result: { version: s.version ?? '4.0.0', rpcport: double.port } };
       case 'help': {
         const cmd = String(params[0] ?? '');
         if (!cmd) return { result: METHODS.join('\n') };

@@ -83,6 +83,8 @@ const SAFE_NODE = {
   ui: { buildCommand: ['false'] },
   daemon: { updateCommand: ['false'] },
   benchmark: { startCommand: ['false'], updateCommand: ['false'] },
+  // No SSDP search from the machine's own network: a UPnP route reached in a test asks a gateway that is not there.
+  upnp: { gatewayUrl: 'http://127.0.0.1:1/rootDesc.xml' },
 };
 
 export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
