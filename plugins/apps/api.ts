@@ -28,6 +28,9 @@ export interface InstalledAppView {
   components: AppComponentView[];
 }
 
+/** The lifecycle verbs a global command may carry (issue 17). */
+export type LifecycleVerb = 'appstart' | 'appstop' | 'apprestart' | 'appkill' | 'appremove' | 'redeploy';
+
 export interface AppsService {
   /** An app installed on this node, or null. */
   installed(name: string): Promise<InstalledAppView | null>;
@@ -39,6 +42,8 @@ export interface AppsService {
   stopComponent(app: string, component: string): Promise<void>;
   /** Start a component's container and keep it running (as `appstart` does). */
   startComponent(app: string, component: string): Promise<void>;
+  /** Run a lifecycle verb on an app installed here, as its route does (global commands from peers); answers its message. */
+  runVerb(verb: LifecycleVerb, app: string, opts?: { force?: boolean }): Promise<string>;
 }
 
 export const appsService = createServiceRef<AppsService>('apps');
