@@ -7,7 +7,7 @@ import type { PeerNode } from './protocol/node.ts';
 export interface HandlerDeps {
   net: PeerNode;
   locations: Locations;
-  recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number }[];
+  recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number; data?: unknown }[];
   ownAddr: string;
 }
 

@@ -66,9 +66,10 @@ export default definePlugin({
       net.on(t, (m) => {
         if (locations.apply(m.type, m.payload, m.origin, m.sentAt)) ctx.events.emit(`network:${m.type}`, { origin: m.origin, payload: m.payload });
       });
-    const recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number }[] = [];
+    // The last messages delivered here (networkhealth shows them; a broadcastmessage with its data).
+    const recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number; data?: unknown }[] = [];
     net.onAny((m) => {
-      recent.push({ hash: m.hash, type: m.type, origin: m.origin, sentAt: m.sentAt, hops: m.hops, receivedAt: Date.now() });
+      recent.push({ hash: m.hash, type: m.type, origin: m.origin, sentAt: m.sentAt, hops: m.hops, receivedAt: Date.now(), ...(m.type === 'broadcastmessage' ? { data: m.payload } : {}) });
       if (recent.length > 100) recent.shift();
     });
     net.on('broadcastmessage', (m) => void ctx.events.emit('network:broadcastmessage', { origin: m.origin, data: m.payload }));
