@@ -74,8 +74,11 @@ class MemLink implements Link {
   private msg: (d: string | Buffer, b: boolean) => void = (d, b) => void this.early.push([d, b]);
   private close_: (code: number, reason: string) => void = () => {};
   constructor(readonly remoteIp: string, private readonly sched: Scheduler, private readonly latency: () => number) {}
+  /** Bytes sent on this link (the simulation's traffic figures). */
+  bytes = 0;
   send(data: string | Buffer) {
     if (this.closed) throw new Error('link closed');
+    this.bytes += data.length;
     const o = this.other;
     this.sched.at(this.latency(), () => !o.closed && o.msg(data, typeof data !== 'string'));
   }
@@ -101,7 +104,8 @@ class MemLink implements Link {
 /** One network of in-memory nodes: `listen(ip, port, accept)` then `transport(fromIp).connect(ip, port)`. */
 export class MemoryNetwork {
   private readonly listeners = new Map<string, (l: Link) => void>();
-  constructor(readonly sched: Scheduler, readonly latency: () => number = () => 20) {}
+  /** `latency(a, b)`: one-way delay in ms between two IPs (fixed per pair, so shortest paths are defined). */
+  constructor(readonly sched: Scheduler, readonly latency: (a: string, b: string) => number = () => 20) {}
   listen(ip: string, port: number, accept: (l: Link) => void) {
     this.listeners.set(`${ip}:${port}`, accept);
   }
@@ -113,8 +117,9 @@ export class MemoryNetwork {
       connect: async (ip, port) => {
         const accept = this.listeners.get(`${ip}:${port}`);
         if (!accept) throw new Error(`connect ECONNREFUSED ${ip}:${port}`);
-        const mine = new MemLink(ip, this.sched, this.latency);
-        const theirs = new MemLink(fromIp, this.sched, this.latency);
+        const ms = this.latency(fromIp, ip);
+        const mine = new MemLink(ip, this.sched, () => ms);
+        const theirs = new MemLink(fromIp, this.sched, () => ms);
         mine.other = theirs;
         theirs.other = mine;
         accept(theirs);
