@@ -44,6 +44,17 @@ export interface AppsService {
   startComponent(app: string, component: string): Promise<void>;
   /** Run a lifecycle verb on an app installed here, as its route does (global commands from peers); answers its message. */
   runVerb(verb: LifecycleVerb, app: string, opts?: { force?: boolean }): Promise<string>;
+  /** This node's place (tier, geography, fault domain, resources) as /apps/placementlocations shows it; peers announce it. */
+  place(): Promise<NodePlaceView>;
+}
+
+export interface NodePlaceView {
+  ip: string;
+  tier: string;
+  geolocation: { continent: string; country: string; region: string };
+  faultDomain: string;
+  staticIp: boolean;
+  resources: { total: Record<string, number>; locked: Record<string, number>; free: Record<string, number> };
 }
 
 export const appsService = createServiceRef<AppsService>('apps');

@@ -11,7 +11,7 @@ import { identityService } from '../identity/api.ts';
 import { Engine } from './engine.ts';
 import { Guard, type AbuseRules } from './guard.ts';
 import { Monitor } from './monitor.ts';
-import type { NodePlace } from './placement.ts';
+import { locations, type NodePlace } from './placement.ts';
 import { TamperingLog, type TamperingEvent } from './tampering.ts';
 import { makeHandlers } from './handlers.ts';
 import { Installer, type InstalledApp } from './installer.ts';
@@ -24,7 +24,7 @@ import { checkSpecification } from './spec-rules.ts';
 import { Volumes } from './volumes.ts';
 import { appsService, type AppsService, type InstalledAppView } from './api.ts';
 import { peerNetwork } from '../peers/api.ts';
-import { relayPolicy, relayRegistry, verbRunner, withGlobal } from './network.ts';
+import { relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
 import { ignoreNotRunning } from './installer.ts';
 import { normalise } from './spec.ts';
 
@@ -231,7 +231,7 @@ export default definePlugin({
     const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
     policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
     const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp });
-    const handlers = { ...local, ...withGlobal(local as Record<string, PlainHandler>, ctx.peers) };
+    const handlers = { ...local, ...withGlobal(local as Record<string, PlainHandler>, ctx.peers), ...withPeerPlaces(local as Record<string, PlainHandler>, ctx.peers) };
     const view = (r: InstalledApp): InstalledAppView => ({
       name: r.name,
       owner: r.owner,
@@ -271,6 +271,7 @@ export default definePlugin({
         await engine.container(c.container).start().catch(ignoreNotRunning);
       },
       runVerb: verbRunner(local as Record<string, PlainHandler>),
+      place: async () => locations(cfg.node, cfg.nodeHostIp, await installer.store.find({})).node,
     };
     return {
       handlers,

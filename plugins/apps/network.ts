@@ -114,3 +114,33 @@ export function verbRunner(handlers: Record<string, PlainHandler>) {
     return r?.message ?? `${verb} ${app} done`;
   };
 }
+
+/**
+ * `/apps/placementlocations` with the places the other nodes announce (their `apprunning` notices carry
+ * them): each joins `faultDomains`, `tiers` and `peers` under its address.
+ */
+export function withPeerPlaces(handlers: Record<string, PlainHandler>, peers: Peers): Record<string, PlainHandler> {
+  const local = handlers.placementlocations;
+  return {
+    placementlocations: async (input: HandlerInput) => {
+      const here = (await local(input)) as {
+        faultDomains: { id: string; nodes: string[] }[];
+        tiers: Record<string, string[]>;
+        peers: unknown[];
+      };
+      const net = peers();
+      if (!net) return here;
+      for (const p of await net.nodes()) {
+        if (p.node === net.nodeKey || !p.place) continue;
+        const id = p.ip;
+        const fd = p.place.faultDomain || id;
+        const dom = here.faultDomains.find((f) => f.id === fd);
+        if (dom) dom.nodes.push(id);
+        else here.faultDomains.push({ id: fd, nodes: [id] });
+        (here.tiers[p.place.tier] ??= []).push(id);
+        here.peers.push({ ...p.place, ip: id, node: p.node, broadcastedAt: p.broadcastedAt });
+      }
+      return here;
+    },
+  };
+}

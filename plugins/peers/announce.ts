@@ -11,6 +11,7 @@ export class Announcer {
   private soon?: ReturnType<typeof setTimeout>;
   private offs: (() => void)[] = [];
   private last = '';
+  private waitApps?: ReturnType<typeof setInterval>;
 
   constructor(
     private readonly apps: () => AppsService | undefined,
@@ -30,12 +31,25 @@ export class Announcer {
       }),
     );
     this.schedule(true);
+    // The apps plugin may be set up after this one (an optional dependency orders nothing): announce again
+    // once it is there, so the first notice lists its apps and the node's place.
+    if (!this.apps()) {
+      let tries = 0;
+      this.waitApps = setInterval(() => {
+        if (this.apps() || ++tries > 120) {
+          clearInterval(this.waitApps);
+          if (this.apps()) this.schedule(true);
+        }
+      }, 500);
+      this.waitApps.unref();
+    }
   }
 
   stop() {
     for (const off of this.offs) off();
     clearTimeout(this.timer);
     clearTimeout(this.soon);
+    clearInterval(this.waitApps);
   }
 
   /** Announce within a second (changes come in bursts: one notice for the burst). */
@@ -53,16 +67,19 @@ export class Announcer {
     this.timer = setTimeout(() => void this.announce(true), this.everyMs);
     this.timer.unref();
     const apps = this.apps();
-    if (!apps) return;
     try {
-      const list = (await apps.list())
+      // Without the apps plugin the node still announces itself (no apps, no place).
+      const list = (apps ? await apps.list() : [])
         .filter((a) => a.components.some((c) => c.desired === 'running'))
         .map((a) => ({ name: a.name, hash: a.hash, runningSince: a.installedAt }));
       const key = JSON.stringify(list);
+      // (the place's free resources change with the apps, so the list is the key)
       // An unchanged list is sent only on the periodic refresh (which keeps the locations from expiring).
       if (!force && key === this.last) return;
       this.last = key;
-      this.notice('apprunning', { apps: list });
+      // The node's place rides along for the other nodes' /apps/placementlocations.
+      const place = apps ? await apps.place().catch(() => null) : null;
+      this.notice('apprunning', { apps: list, place });
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'peers: could not list the apps to announce');
     }

@@ -3,7 +3,7 @@
  * Messages are signed by the sending node, de-duplicated and hop-limited; a handler sees each message once.
  */
 import { createServiceRef } from '../../core/plugin-api.ts';
-import type { LifecycleVerb } from '../apps/api.ts';
+import type { LifecycleVerb, NodePlaceView } from '../apps/api.ts';
 
 export interface PeerMessage<T = unknown> {
   type: string;
@@ -59,6 +59,8 @@ export interface PeerNetwork {
   locations(app: string): Promise<AppLocation[]>;
   /** Send a global lifecycle command (the caller is already authorised on this node); answers its id. */
   runGlobal(cmd: Omit<GlobalCommand, 'id' | 'issuedAt'>): string;
+  /** The nodes heard from by their running notices, with the place each announced (when it runs the apps plugin). */
+  nodes(): Promise<{ node: string; ip: string; place: NodePlaceView | null; broadcastedAt: number }[]>;
   /** Outcomes of global commands reported back by the nodes that ran them. */
   globalOutcomes(id: string): GlobalOutcome[];
 }

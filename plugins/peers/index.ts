@@ -92,6 +92,7 @@ export default definePlugin({
       on: (type, handler) =>
         net.on(type, (m) => handler({ type: m.type, payload: m.payload as any, origin: m.origin, sentAt: m.sentAt })),
       locations: async (app) => locations.locations(app),
+      nodes: async () => locations.nodes(),
       runGlobal: (cmd) => global.send(cmd),
       globalOutcomes: (id) => global.outcomes.filter((o) => o.id === id),
     };

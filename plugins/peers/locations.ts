@@ -24,6 +24,8 @@ export class Locations {
   private readonly running = new Map<string, Map<string, AppLocation>>();
   private readonly installing = new Map<string, Map<string, InstallingLocation>>();
   private readonly errors = new Map<string, Map<string, InstallingLocation>>();
+  /** Every node heard from by a running notice, with the place it announced. */
+  private readonly nodeInfo = new Map<string, { node: string; ip: string; place: any; broadcastedAt: number }>();
 
   constructor(private readonly now: () => number, private readonly ttlMs: number) {}
 
@@ -32,6 +34,9 @@ export class Locations {
     if (!payload || typeof payload !== 'object' || typeof payload.ip !== 'string' || payload.ip.length > 64) return false;
     if (type === 'apprunning') {
       if (!Array.isArray(payload.apps) || payload.apps.length > 1000) return false;
+      const place = payload.place && typeof payload.place === 'object' && !Array.isArray(payload.place) && typeof payload.place.tier === 'string' ? payload.place : null;
+      const before = this.nodeInfo.get(node);
+      if (!before || before.broadcastedAt <= sentAt) this.nodeInfo.set(node, { node, ip: payload.ip, place, broadcastedAt: sentAt });
       // The notice lists every app the node runs: apps it no longer lists are no longer there.
       for (const m of this.running.values()) {
         const cur = m.get(node);
@@ -81,6 +86,12 @@ export class Locations {
       }
     }
     return out.sort((a, b) => a.broadcastedAt - b.broadcastedAt);
+  }
+
+  nodes() {
+    const cut = this.now() - this.ttlMs;
+    for (const [k, v] of this.nodeInfo) if (v.broadcastedAt < cut) this.nodeInfo.delete(k);
+    return [...this.nodeInfo.values()];
   }
 
   locations(name?: string) {

@@ -1,5 +1,5 @@
 /**
- * The apps plugin on the peer network, with real parts: three node processes (127.0.0.2-4) sharing one
+ * The apps plugin on the peer network, with real parts: eight node processes (127.0.0.2-9) sharing one
  * regtest litecoind (each node runs its own explorer over it) and one dockerd. Needs Docker: run it in a
  * network namespace, `scripts/dev/in-netns.sh h17 npx mocha test/peers/apps.test.ts`.
  * - the signed network policy a node takes from its source reaches the nodes that have none;
@@ -24,8 +24,10 @@ import { Cluster, data, type ClusterNode } from './cluster.ts';
 
 const PORT = 25700;
 const APP = 'peerglobal';
+/** Eight nodes: the issue's proof size (each runs its own explorer over the shared litecoind). */
+const N = Number(process.env.PEERS_APPS_NODES ?? 8);
 
-describe('peer network: apps across three node processes (Docker, litecoind)', function () {
+describe('peer network: apps across eight node processes (Docker, litecoind)', function () {
   this.timeout(300_000);
   const w = makeWallets();
   let docker: TestDocker;
@@ -42,7 +44,7 @@ describe('peer network: apps across three node processes (Docker, litecoind)', f
     await ltc.mine(101);
     registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
     c = new Cluster({
-      n: 3,
+      n: N,
       port: PORT,
       plugins: ['identity', 'daemon', 'explorer', 'apps', 'peers'],
       operator: w.admin.legacyid,
@@ -91,7 +93,7 @@ describe('peer network: apps across three node processes (Docker, litecoind)', f
 
   it('the signed network policy taken on one node reaches the nodes without a source', async () => {
     await eventually(async () => (await Promise.all(n.map(async (x) => (await x.get('/apps/networkpolicy')).json?.data))).every((p) => p?.held === true), {
-      what: 'the policy on all 3',
+      what: 'the policy on all',
       everyMs: 300,
     });
     const p2 = data(await n[2].get('/apps/networkpolicy'));
@@ -99,18 +101,32 @@ describe('peer network: apps across three node processes (Docker, litecoind)', f
     assert.equal(p2.signer, w.coreTeam.legacyid);
   });
 
+  it('placementlocations lists the other nodes from their running notices', async () => {
+    const places = await eventually(
+      async () => {
+        const p = data(await n[2].get('/apps/placementlocations', h[2].coreTeam));
+        return p.peers.length === N - 1 && p;
+      },
+      { what: 'every other node placed', everyMs: 300 },
+    );
+    assert.deepEqual(places.peers.map((p: any) => p.ip).sort(), n.filter((x) => x.i !== 2).map((x) => `${x.ip}:${PORT}`).sort());
+    assert.ok(places.peers.every((p: any) => typeof p.tier === 'string' && p.resources?.free));
+    assert.equal(Object.values(places.tiers).flat().length, N);
+    assert.equal((await n[2].get('/apps/placementlocations', h[2].other)).json.data.code, 401);
+  });
+
   it('an app registered on one node is a temporary message on all, and global on all after its payment', async () => {
     const port = await freeAppPort();
     const spec = v8Spec(w.owner.legacyid, APP, [component('api', docker.images.node, port, 9000)]);
     const hash = data(await n[1].post('/apps/appregister', await signedMessage(w.owner, spec), h[1].owner));
     await eventually(async () => (await Promise.all(n.map(async (x) => data(await x.get(`/apps/temporarymessages/${hash}`)).length))).every((l) => l === 1), {
-      what: 'the temporary message on all 3',
+      what: 'the temporary message on all',
       everyMs: 200,
     });
     await pay(ltc, registryAddress, data(await n[1].post('/apps/calculateprice', spec)), hash);
     await ltc.mine(1);
     await eventually(async () => (await Promise.all(n.map(async (x) => (await x.get(`/apps/appspecifications/${APP}`)).json?.status))).every((s) => s === 'success'), {
-      what: 'global on all 3',
+      what: 'global on all',
       everyMs: 300,
     });
   });
@@ -119,7 +135,7 @@ describe('peer network: apps across three node processes (Docker, litecoind)', f
     const lines = ndjson(await n[0].get(`/apps/installapplocally/${APP}`, h[0].coreTeam));
     assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
     await eventually(async () => (await Promise.all(n.map(async (x) => data(await x.get(`/apps/location/${APP}`))))).every((l) => l.length === 1 && l[0].ip === `127.0.0.2:${PORT}`), {
-      what: 'the location on all 3',
+      what: 'the location on all',
       everyMs: 300,
     });
     await eventually(() => running(`coreapi_${APP}`), { what: 'running' });
