@@ -561,7 +561,7 @@ export class PeerNode {
 
   private sync(c: Conn, d: any) {
     if (!Number.isFinite(d.since)) return this.bad(c, 'malformed');
-    const items = [...this.kept.values()].filter((k) => k.sentAt > d.since).sort((a, b) => a.sentAt - b.sentAt);
+    const items = [...this.kept.values()].filter((k) => k.sentAt >= d.since).sort((a, b) => a.sentAt - b.sentAt);
     let batch: { m: string; s: string }[] = [];
     let size = 0;
     const budget = this.cfg.maxFrameBytes * 0.6;
