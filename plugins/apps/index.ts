@@ -24,7 +24,7 @@ import { checkSpecification } from './spec-rules.ts';
 import { Volumes } from './volumes.ts';
 import { appsService, type AppsService, type InstalledAppView } from './api.ts';
 import { peerNetwork } from '../peers/api.ts';
-import { relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
+import { announceInstalls, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
 import { ignoreNotRunning } from './installer.ts';
 import { normalise } from './spec.ts';
 
@@ -228,6 +228,7 @@ export default definePlugin({
     const purge = setInterval(() => void registry.purgeTemporary().catch(() => {}), 60_000);
     purge.unref();
 
+    announceInstalls(installer, emit);
     const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
     policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
     const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp });

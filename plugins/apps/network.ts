@@ -2,8 +2,11 @@
  * The apps plugin on the peer network (issue 17), used only when the peers plugin is enabled:
  * - registration and update messages submitted here are broadcast (`appmessage`); one received from a peer
  *   is checked and submitted to the registry like a local one (its owner's signature is checked there);
- *   a message made permanent here (its payment seen) is broadcast as `apppermanent` so nodes learn it
- *   without waiting for their own payment scan (each node still checks the payment itself when it can);
+ *   each node makes it permanent when its own explorer sees the payment (no node takes another's word
+ *   for a payment);
+ * - installs starting and failing here are told on the event bus (`apps.installing`, `apps.installfailed`),
+ *   which the peers plugin turns into the notices behind `/apps/installinglocation(s)` and
+ *   `/apps/installingerrorslocation(s)`;
  * - the signed network policy this node takes is broadcast (`networkpolicy`); one from a peer is offered to
  *   the policy holder, which takes it only when it is valid and newer;
  * - lifecycle verbs with `global=true` run here (when installed) and go to every node that runs the app as
@@ -13,6 +16,7 @@ import { ApiError, type HandlerInput, type Log, type PlainHandler } from '../../
 import type { PeerNetwork } from '../peers/api.ts';
 import type { LifecycleVerb } from './api.ts';
 import { splitAppName } from './names.ts';
+import type { Installer } from './installer.ts';
 import type { PolicyHolder } from './policy.ts';
 import type { AppMessage, Registry } from './registry.ts';
 
@@ -59,6 +63,20 @@ export function relayRegistry(registry: Registry, peers: Peers, check: (spec: Re
       }
     })();
   }));
+}
+
+/** Tell the event bus when an install starts and when it fails (the installer's own steps are unchanged). */
+export function announceInstalls(installer: Installer, emit: (name: string, data: Record<string, unknown>) => void): void {
+  const install = installer.install.bind(installer);
+  installer.install = async (spec, hash, progress) => {
+    emit('apps.installing', { app: spec.name, hash });
+    try {
+      return await install(spec, hash, progress);
+    } catch (e) {
+      emit('apps.installfailed', { app: spec.name, hash, error: (e as Error).message });
+      throw e;
+    }
+  };
 }
 
 export function relayPolicy(policy: PolicyHolder, peers: Peers, log: Log): { changed(): void; off(): void } {

@@ -30,6 +30,16 @@ export class Announcer {
         this.schedule(false);
       }),
     );
+    this.offs.push(
+      this.events.on('apps.installing', (ev) => {
+        const app = (ev.data as { app?: string })?.app;
+        if (app) this.notice('appinstalling', { name: app });
+      }),
+      this.events.on('apps.installfailed', (ev) => {
+        const d = ev.data as { app?: string; error?: string };
+        if (d?.app) this.notice('appinstallingerror', { name: d.app, error: String(d.error ?? '').slice(0, 500) });
+      }),
+    );
     this.schedule(true);
     // The apps plugin may be set up after this one (an optional dependency orders nothing): announce again
     // once it is there, so the first notice lists its apps and the node's place.

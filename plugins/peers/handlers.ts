@@ -23,7 +23,7 @@ function addrOf(ip: string | undefined, port: number) {
   return { ip: host, port: n, addr: `${host}:${n}`, exact: p !== undefined };
 }
 
-function record(c: Conn, now: number) {
+function record(c: Conn, now: number, opens: Map<string, number>) {
   return {
     ip: c.ip,
     port: c.port,
@@ -45,7 +45,7 @@ function record(c: Conn, now: number) {
     bytesReceived: c.bytesReceived,
     bytesSent: c.bytesSent,
     remoteVersion: c.remoteVersion,
-    reconnects: 0,
+    reconnects: Math.max(0, (opens.get(c.addr) ?? 1) - 1),
     nodeKey: c.key,
   };
 }
@@ -114,7 +114,7 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
       const now = Date.now();
       return [...net.conns]
         .filter((c) => c.state === 'open' && (!f || c.direction === f || c.addr === f))
-        .map((c) => record(c, now));
+        .map((c) => record(c, now, net.opens));
     },
     topology: () => {
       const topology: Record<string, { outbound: string[]; inbound: string[] }> = {

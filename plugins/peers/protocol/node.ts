@@ -71,6 +71,8 @@ export class PeerNode {
   readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0 };
   private timers: { clear(): void }[] = [];
   private pending = new Set<string>();
+  /** Links opened per peer address (a record's `reconnects` is this less one). */
+  readonly opens = new Map<string, number>();
   private stopped = false;
 
   constructor(
@@ -436,6 +438,8 @@ export class PeerNode {
       k.nextTry = 0;
     }
     this.record('connected', 0, c.ip, c.port, c.direction, '');
+    this.opens.set(c.addr, (this.opens.get(c.addr) ?? 0) + 1);
+    if (this.opens.size > 10_000) this.opens.delete(this.opens.keys().next().value!);
     this.send(c, 'peers', this.report());
     // Catch up: ask for what was broadcast since the newest message held here (less a margin for clock skew).
     if (c.direction === 'outbound') {
