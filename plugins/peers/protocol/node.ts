@@ -502,7 +502,13 @@ export class PeerNode {
     const hash = messageHash(m);
     this.remember(hash);
     this.keep({ hash, m, s, sentAt: body.sentAt, type });
-    for (const c of this.conns) if (c.state === 'open' && (!only || c.direction === only)) this.send(c, 'gossip', { m, s, h: 0 } satisfies Gossip);
+    const sent = new Set<string>();
+    for (const c of this.conns) {
+      // One copy per node: two nodes may be linked both ways.
+      if (c.state !== 'open' || (only && c.direction !== only) || sent.has(c.key)) continue;
+      sent.add(c.key);
+      this.send(c, 'gossip', { m, s, h: 0 } satisfies Gossip);
+    }
     return hash;
   }
 
@@ -551,7 +557,12 @@ export class PeerNode {
     for (const fn of this.anyHandlers) this.call(fn, msg);
     for (const fn of this.handlers.get(body.type) ?? []) this.call(fn, msg);
     if (!catchUp && hops < this.cfg.hopLimit) {
-      for (const o of this.conns) if (o !== c && o.state === 'open' && o.key !== c.key) this.send(o, 'gossip', { m: d.m, s: d.s, h: hops });
+      const sent = new Set<string>([c.key, body.origin]);
+      for (const o of this.conns) {
+        if (o.state !== 'open' || sent.has(o.key)) continue;
+        sent.add(o.key);
+        this.send(o, 'gossip', { m: d.m, s: d.s, h: hops });
+      }
     }
   }
 
