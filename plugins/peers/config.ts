@@ -3,7 +3,8 @@ import { configSchema, type NodeInfo } from '../../core/plugin-api.ts';
 import { DEFAULTS, type ProtocolConfig } from './protocol/config.ts';
 
 export interface PeersConfig extends Omit<typeof DEFAULTS, 'minimums'> {
-  /** This node's address as peers reach it; '' = the API listener's host (loopback when it listens on all). */
+  /** This node's address as peers reach it; '' = the API listener's host, or when it listens on all, the
+   * address the node's peers see it connect from. */
   ip: string;
   seeds: string[];
   minimums: ProtocolConfig['minimums'];
@@ -38,5 +39,5 @@ export const peerConfigSchema = configSchema<PeersConfig>({
 export function protocolConfig(cfg: PeersConfig, node: NodeInfo): ProtocolConfig {
   const host = node.apiHost && node.apiHost !== '0.0.0.0' && node.apiHost !== '::' ? node.apiHost : '127.0.0.1';
   const { announceMs: _a, locationTtlMs: _l, globalCommandMaxAgeMs: _g, ...rest } = cfg;
-  return { ...rest, ip: cfg.ip || host, port: node.apiPort };
+  return { ...rest, ip: cfg.ip || host, port: node.apiPort, autoIp: !cfg.ip && host === '127.0.0.1' && node.apiHost !== '127.0.0.1' };
 }

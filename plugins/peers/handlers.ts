@@ -8,7 +8,7 @@ export interface HandlerDeps {
   net: PeerNode;
   locations: Locations;
   recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number; data?: unknown }[];
-  ownAddr: string;
+  ownAddr: () => string;
 }
 
 const NO_IP = () => new ApiError(400, 'BadRequest', 'No IP address specified.');
@@ -118,7 +118,7 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
     },
     topology: () => {
       const topology: Record<string, { outbound: string[]; inbound: string[] }> = {
-        [d.ownAddr]: { outbound: net.outgoing().map((c) => c.addr), inbound: net.incoming().map((c) => c.addr) },
+        [d.ownAddr()]: { outbound: net.outgoing().map((c) => c.addr), inbound: net.incoming().map((c) => c.addr) },
       };
       for (const c of net.conns) if (c.state === 'open' && c.report) topology[c.addr] = c.report;
       return { reporters: Object.keys(topology).length, knownPeers: net.known.size, topology };

@@ -74,10 +74,10 @@ export default definePlugin({
     });
     net.on('broadcastmessage', (m) => void ctx.events.emit('network:broadcastmessage', { origin: m.origin, data: m.payload }));
 
-    const ownAddr = `${pc.ip}:${pc.port}`;
+    const ownAddr = () => net.self;
     /** Broadcast a notice and apply it here too (a node does not receive its own messages). */
     const notice = (type: string, payload: Record<string, unknown>) => {
-      const full = { ...payload, ip: ownAddr };
+      const full = { ...payload, ip: ownAddr() };
       locations.apply(type, full, keys.publicKey, Date.now());
       net.broadcast(type, full);
     };

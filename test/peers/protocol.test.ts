@@ -135,6 +135,17 @@ describe('peer protocol core (in-memory transport, virtual time)', () => {
     assert.equal(a.node.isBanned(b.ip), true);
   });
 
+  it('a node listening on all addresses learns its own from what its peers see', async () => {
+    const { sched, make } = world();
+    const a = make(1, { ip: '127.0.0.1', autoIp: true });
+    const b = make(2);
+    const c = make(3);
+    await a.node.connect(b.addr);
+    await a.node.connect(c.addr);
+    await sched.run(sched.now() + 1000);
+    assert.equal(a.node.self, '10.0.0.1:16127');
+  });
+
   it('keeps the node key across starts (0600)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'h17-key-'));
     try {

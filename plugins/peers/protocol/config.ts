@@ -3,6 +3,8 @@ export interface ProtocolConfig {
   /** This node's address as peers reach it. */
   ip: string;
   port: number;
+  /** `ip` was not configured: take the address most peers say they see this node connect from. */
+  autoIp?: boolean;
   /** `ip:port` of nodes to connect to first. */
   seeds: string[];
   /** Outgoing peers kept (reference: 8). */

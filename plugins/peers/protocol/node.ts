@@ -71,6 +71,8 @@ export class PeerNode {
   readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0 };
   private timers: { clear(): void }[] = [];
   private pending = new Set<string>();
+  /** What peers say this node's IP is (`seen` in their hello), while `autoIp`. */
+  private readonly seenAs = new Map<string, number>();
   /** Links opened per peer address (a record's `reconnects` is this less one). */
   readonly opens = new Map<string, number>();
   private stopped = false;
@@ -420,12 +422,28 @@ export class PeerNode {
     c.seqIn = f.n;
     c.remoteVersion = String(d.v ?? '');
     c.remoteClockOffsetMs = Number.isFinite(d.time) ? this.env.now() - d.time : 0;
+    if (c.direction === 'outbound' && this.cfg.autoIp && typeof d.seen === 'string' && parseAddr(`${d.seen}:1`)) this.observed(d.seen);
     if (c.direction === 'inbound') {
       c.port = d.port;
-      this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now() });
+      // `seen`: the IP this peer connects from, as this node sees it (how a node behind no fixed
+      // configuration learns its own address).
+      this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), seen: c.ip });
       this.learn(c.addr, 'incoming');
     }
     this.open(c);
+  }
+
+  /** Take the IP most peers report (one report per peer key would be stricter; counts are capped). */
+  private observed(ip: string) {
+    if (this.seenAs.size > 100 && !this.seenAs.has(ip)) return;
+    this.seenAs.set(ip, Math.min(1000, (this.seenAs.get(ip) ?? 0) + 1));
+    let best = this.cfg.ip;
+    let n = 0;
+    for (const [k, v] of this.seenAs) if (v > n) [best, n] = [k, v];
+    if (best !== this.cfg.ip) {
+      this.env.log?.info({ ip: best }, 'peers: this node\'s address as its peers see it');
+      this.cfg.ip = best;
+    }
   }
 
   private open(c: Conn) {
