@@ -28,6 +28,9 @@ export interface InstalledAppView {
   components: AppComponentView[];
 }
 
+/** The lifecycle verbs a global command may carry (issue 17). */
+export type LifecycleVerb = 'appstart' | 'appstop' | 'apprestart' | 'appkill' | 'appremove' | 'redeploy';
+
 export interface AppsService {
   /** An app installed on this node, or null. */
   installed(name: string): Promise<InstalledAppView | null>;
@@ -39,6 +42,19 @@ export interface AppsService {
   stopComponent(app: string, component: string): Promise<void>;
   /** Start a component's container and keep it running (as `appstart` does). */
   startComponent(app: string, component: string): Promise<void>;
+  /** Run a lifecycle verb on an app installed here, as its route does (global commands from peers); answers its message. */
+  runVerb(verb: LifecycleVerb, app: string, opts?: { force?: boolean }): Promise<string>;
+  /** This node's place (tier, geography, fault domain, resources) as /apps/placementlocations shows it; peers announce it. */
+  place(): Promise<NodePlaceView>;
+}
+
+export interface NodePlaceView {
+  ip: string;
+  tier: string;
+  geolocation: { continent: string; country: string; region: string };
+  faultDomain: string;
+  staticIp: boolean;
+  resources: { total: Record<string, number>; locked: Record<string, number>; free: Record<string, number> };
 }
 
 export const appsService = createServiceRef<AppsService>('apps');

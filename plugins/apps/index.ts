@@ -4,14 +4,14 @@
  * stores, services (identity signatures, explorer payments, daemon), the app-owner lookup, the policy gate.
  */
 import path from 'node:path';
-import { configSchema, coreServices, definePlugin, optional, type Collection } from '../../core/plugin-api.ts';
+import { configSchema, coreServices, definePlugin, optional, type Collection, type PlainHandler } from '../../core/plugin-api.ts';
 import { daemonService } from '../daemon/api.ts';
 import { explorerPayments } from '../explorer/api.ts';
 import { identityService } from '../identity/api.ts';
 import { Engine } from './engine.ts';
 import { Guard, type AbuseRules } from './guard.ts';
 import { Monitor } from './monitor.ts';
-import type { NodePlace } from './placement.ts';
+import { locations, type NodePlace } from './placement.ts';
 import { TamperingLog, type TamperingEvent } from './tampering.ts';
 import { makeHandlers } from './handlers.ts';
 import { Installer, type InstalledApp } from './installer.ts';
@@ -23,6 +23,8 @@ import { Registry } from './registry.ts';
 import { checkSpecification } from './spec-rules.ts';
 import { Volumes } from './volumes.ts';
 import { appsService, type AppsService, type InstalledAppView } from './api.ts';
+import { peerNetwork } from '../peers/api.ts';
+import { announceInstalls, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
 import { ignoreNotRunning } from './installer.ts';
 import { normalise } from './spec.ts';
 
@@ -53,6 +55,8 @@ export default definePlugin({
     // Payments wait while the explorer or the daemon is disabled; installed apps are managed all the same.
     payments: optional(explorerPayments),
     daemon: optional(daemonService),
+    // The peer network (issue 17): registrations, the policy and global commands travel on it when enabled.
+    peers: optional(peerNetwork),
     node: coreServices.node,
     store: coreServices.store,
     clock: coreServices.clock,
@@ -161,12 +165,16 @@ export default definePlugin({
     );
     await registry.init();
 
+    let policyRelay: ReturnType<typeof relayPolicy> | undefined;
     const policy = new PolicyHolder({
       sources: cfg.policy.sources,
       file: path.join(base, 'network-policy.json'),
       isCoreTeam: (id) => ctx.node.coreTeam.includes(id),
       verify,
-      onChange: (held) => ctx.gates.set(POLICY_GATE, !!held),
+      onChange: (held) => {
+        ctx.gates.set(POLICY_GATE, !!held);
+        policyRelay?.changed();
+      },
       now: () => ctx.clock.now(),
       log: ctx.log,
     });
@@ -220,7 +228,11 @@ export default definePlugin({
     const purge = setInterval(() => void registry.purgeTemporary().catch(() => {}), 60_000);
     purge.unref();
 
-    const handlers = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp });
+    announceInstalls(installer, emit);
+    const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
+    policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
+    const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp });
+    const handlers = { ...local, ...withGlobal(local as Record<string, PlainHandler>, ctx.peers), ...withPeerPlaces(local as Record<string, PlainHandler>, ctx.peers) };
     const view = (r: InstalledApp): InstalledAppView => ({
       name: r.name,
       owner: r.owner,
@@ -259,12 +271,16 @@ export default definePlugin({
         await installer.setDesired(app, [name], 'running');
         await engine.container(c.container).start().catch(ignoreNotRunning);
       },
+      runVerb: verbRunner(local as Record<string, PlainHandler>),
+      place: async () => locations(cfg.node, cfg.nodeHostIp, await installer.store.find({})).node,
     };
     return {
       handlers,
       services: { apps },
       dispose: async () => {
         clearInterval(purge);
+        stopRegistryRelay();
+        policyRelay?.off();
         policy.stop();
         dropOwners();
         ctx.gates.set(POLICY_GATE, false);

@@ -120,23 +120,7 @@ export class PolicyHolder {
       const at = this.o.now();
       try {
         const text = /^https?:\/\//.test(source) ? await fetchText(source) : await fs.promises.readFile(source, 'utf8');
-        const signed = JSON.parse(text);
-        const policy = readSigned(signed, this.o.isCoreTeam, this.o.verify);
-        if (this.held && policy.issuedAt <= this.held.policy.issuedAt) {
-          results.push({ source, outcome: policy.issuedAt === this.held.policy.issuedAt ? 'held' : 'older than the held policy; not taken', at });
-          continue;
-        }
-        const held = { policy, signed, source, receivedAt: this.o.now() };
-        const tmp = `${this.o.file}.tmp`;
-        await fs.promises.mkdir(path.dirname(this.o.file), { recursive: true });
-        await fs.promises.writeFile(tmp, JSON.stringify({ signed, source, receivedAt: held.receivedAt }));
-        await fs.promises.rename(tmp, this.o.file);
-        // Held and gate change together, after the copy is on disk: a reader never sees the policy held
-        // while the image-pulling routes still answer 503 (a test saw exactly that between the awaits).
-        this.held = held;
-        this.o.onChange(held);
-        this.o.log.info({ source, issuedAt: policy.issuedAt, signer: signed.legacyid }, 'apps: network policy taken');
-        results.push({ source, outcome: 'taken', at });
+        results.push({ source, outcome: await this.offer(JSON.parse(text), source), at });
       } catch (e) {
         errors.push(`${source}: ${(e as Error).message}`);
         results.push({ source, outcome: `refused: ${(e as Error).message}`, at });
@@ -145,6 +129,26 @@ export class PolicyHolder {
     this.lastResults = results;
     this.lastError = errors.length ? errors.join('; ') : null;
     if (errors.length) this.o.log.warn({ errors }, 'apps: network policy sources refused');
+  }
+
+  /**
+   * Take a signed policy if it is valid and newer than the held one (from a source, or from a peer);
+   * answers what became of it, throws why it is refused.
+   */
+  async offer(signed: any, source: string): Promise<string> {
+    const policy = readSigned(signed, this.o.isCoreTeam, this.o.verify);
+    if (this.held && policy.issuedAt <= this.held.policy.issuedAt) return policy.issuedAt === this.held.policy.issuedAt ? 'held' : 'older than the held policy; not taken';
+    const held = { policy, signed, source, receivedAt: this.o.now() };
+    const tmp = `${this.o.file}.tmp`;
+    await fs.promises.mkdir(path.dirname(this.o.file), { recursive: true });
+    await fs.promises.writeFile(tmp, JSON.stringify({ signed, source, receivedAt: held.receivedAt }));
+    await fs.promises.rename(tmp, this.o.file);
+    // Held and gate change together, after the copy is on disk: a reader never sees the policy held
+    // while the image-pulling routes still answer 503 (a test saw exactly that between the awaits).
+    this.held = held;
+    this.o.onChange(held);
+    this.o.log.info({ source, issuedAt: policy.issuedAt, signer: signed.legacyid }, 'apps: network policy taken');
+    return 'taken';
   }
 
   start(intervalMs: number): void {

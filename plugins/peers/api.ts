@@ -3,6 +3,7 @@
  * Messages are signed by the sending node, de-duplicated and hop-limited; a handler sees each message once.
  */
 import { createServiceRef } from '../../core/plugin-api.ts';
+import type { LifecycleVerb, NodePlaceView } from '../apps/api.ts';
 
 export interface PeerMessage<T = unknown> {
   type: string;
@@ -25,6 +26,28 @@ export interface AppLocation {
   runningSince: number;
 }
 
+/** A lifecycle verb for every node that runs an app (see plugins/peers/global.ts for who may send it). */
+export interface GlobalCommand {
+  id: string;
+  verb: LifecycleVerb;
+  app: string;
+  /** The caller's wallet id, authorised by the sending node's session check. */
+  caller: string;
+  force?: boolean;
+  issuedAt: number;
+}
+
+/** What one node made of a global command. */
+export interface GlobalOutcome {
+  id: string;
+  app: string;
+  verb: LifecycleVerb;
+  /** The public key of the node that ran (or refused) it. */
+  node: string;
+  ok: boolean;
+  message: string;
+}
+
 export interface PeerNetwork {
   /** This node's public key. */
   readonly nodeKey: string;
@@ -34,6 +57,12 @@ export interface PeerNetwork {
   on<T = unknown>(type: string, handler: (msg: PeerMessage<T>) => void): () => void;
   /** The nodes that run an app (from the running notices they broadcast). */
   locations(app: string): Promise<AppLocation[]>;
+  /** Send a global lifecycle command (the caller is already authorised on this node); answers its id. */
+  runGlobal(cmd: Omit<GlobalCommand, 'id' | 'issuedAt'>): string;
+  /** The nodes heard from by their running notices, with the place each announced (when it runs the apps plugin). */
+  nodes(): Promise<{ node: string; ip: string; place: NodePlaceView | null; broadcastedAt: number }[]>;
+  /** Outcomes of global commands reported back by the nodes that ran them. */
+  globalOutcomes(id: string): GlobalOutcome[];
 }
 
 export const peerNetwork = createServiceRef<PeerNetwork>('peers');

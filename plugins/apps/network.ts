@@ -1,0 +1,164 @@
+/**
+ * The apps plugin on the peer network (issue 17), used only when the peers plugin is enabled:
+ * - registration and update messages submitted here are broadcast (`appmessage`); one received from a peer
+ *   is checked and submitted to the registry like a local one (its owner's signature is checked there);
+ *   each node makes it permanent when its own explorer sees the payment (no node takes another's word
+ *   for a payment);
+ * - installs starting and failing here are told on the event bus (`apps.installing`, `apps.installfailed`),
+ *   which the peers plugin turns into the notices behind `/apps/installinglocation(s)` and
+ *   `/apps/installingerrorslocation(s)`;
+ * - the signed network policy this node takes is broadcast (`networkpolicy`); one from a peer is offered to
+ *   the policy holder, which takes it only when it is valid and newer;
+ * - lifecycle verbs with `global=true` run here (when installed) and go to every node that runs the app as
+ *   a node-signed command (plugins/peers/global.ts): the caller's session header never leaves this node.
+ */
+import { ApiError, type HandlerInput, type Log, type PlainHandler } from '../../core/plugin-api.ts';
+import type { PeerNetwork } from '../peers/api.ts';
+import type { LifecycleVerb } from './api.ts';
+import { splitAppName } from './names.ts';
+import type { Installer } from './installer.ts';
+import type { PolicyHolder } from './policy.ts';
+import type { AppMessage, Registry } from './registry.ts';
+
+type Peers = () => PeerNetwork | undefined;
+
+export const LOCAL_VERBS: readonly LifecycleVerb[] = ['appstart', 'appstop', 'apprestart', 'appkill'];
+
+/**
+ * Run `fn` with the peer network once it is there: plugins are set up in dependency order and an optional
+ * dependency imposes none, so the peers plugin may come up after this one. Answers the stop function.
+ */
+export function whenPeers(peers: Peers, fn: (net: PeerNetwork) => () => void): () => void {
+  let off: (() => void) | null = null;
+  const timer = setInterval(() => {
+    const net = peers();
+    if (net && !off) {
+      off = fn(net);
+      clearInterval(timer);
+    }
+  }, 200);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    off?.();
+  };
+}
+
+export function relayRegistry(registry: Registry, peers: Peers, check: (spec: Record<string, any>) => void, log: Log): () => void {
+  const submit = registry.submit.bind(registry);
+  registry.submit = async (m: AppMessage, kind: 'register' | 'update') => {
+    const hash = await submit(m, kind);
+    void peers()?.broadcast('appmessage', { message: m, kind });
+    return hash;
+  };
+  return whenPeers(peers, (net) => net.on<{ message: AppMessage; kind: 'register' | 'update' }>('appmessage', (msg) => {
+    const { message, kind } = msg.payload ?? ({} as any);
+    if (!message || typeof message !== 'object' || (kind !== 'register' && kind !== 'update')) return;
+    void (async () => {
+      try {
+        check(message.appSpecification);
+        await submit(message, kind);
+      } catch (e) {
+        log.info({ err: (e as Error).message, origin: msg.origin }, 'apps: an app message from a peer was not taken');
+      }
+    })();
+  }));
+}
+
+/** Tell the event bus when an install starts and when it fails (the installer's own steps are unchanged). */
+export function announceInstalls(installer: Installer, emit: (name: string, data: Record<string, unknown>) => void): void {
+  const install = installer.install.bind(installer);
+  installer.install = async (spec, hash, progress) => {
+    emit('apps.installing', { app: spec.name, hash });
+    try {
+      return await install(spec, hash, progress);
+    } catch (e) {
+      emit('apps.installfailed', { app: spec.name, hash, error: (e as Error).message });
+      throw e;
+    }
+  };
+}
+
+export function relayPolicy(policy: PolicyHolder, peers: Peers, log: Log): { changed(): void; off(): void } {
+  // Only a policy taken from a source is broadcast; one from a peer travels on by the gossip itself.
+  const changed = () => {
+    const held = policy.held;
+    if (held && !held.source.startsWith('peer ')) void peers()?.broadcast('networkpolicy', held.signed);
+  };
+  const off = whenPeers(peers, (net) => {
+    changed(); // the policy taken before the network was up (kept for the peers' catch-up)
+    return net.on('networkpolicy', (msg) => {
+      void policy.offer(msg.payload, `peer ${msg.origin.slice(0, 16)}`).catch((e) => log.info({ err: (e as Error).message }, 'apps: a network policy from a peer was refused'));
+    });
+  });
+  return { changed, off };
+}
+
+/**
+ * Lifecycle handlers that honour `global`: run here when the app is installed here, then send the command
+ * to the network. Answers what ran here and the command's id (outcomes: the nodes' `appcommandresult`).
+ */
+export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers): Record<string, PlainHandler> {
+  const out: Record<string, PlainHandler> = {};
+  for (const verb of LOCAL_VERBS) {
+    const local = handlers[verb];
+    out[verb] = async (input: HandlerInput) => {
+      if (!input.params.global) return local(input);
+      const net = peers();
+      if (!net) throw new ApiError(503, 'PeersUnavailable', 'The peer network is not enabled on this node: a global command cannot be sent');
+      if (!input.caller.legacyid) throw new ApiError(401, 'Unauthorized', 'Unauthorized. Access denied.');
+      let here: unknown;
+      try {
+        here = await local(input);
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.code !== 404) throw e;
+        here = { message: `Application ${input.params.appname} is not installed on this node` };
+      }
+      const target = String(input.params.appname);
+      const app = splitAppName(target).app;
+      const id = net.runGlobal({ verb, app: target, caller: input.caller.legacyid });
+      const nodes = (await net.locations(app)).filter((l) => l.node !== net.nodeKey).length;
+      return { message: `Global ${verb} of ${app} sent to the ${nodes} other node(s) that run it`, here, commandId: id };
+    };
+  }
+  return out;
+}
+
+/** `runVerb` of the apps service: a verb's handler called as its route would, for a command from a peer. */
+export function verbRunner(handlers: Record<string, PlainHandler>) {
+  return async (verb: LifecycleVerb, app: string): Promise<string> => {
+    if (!LOCAL_VERBS.includes(verb)) throw new Error(`${verb} is not run from a global command on this node`);
+    const r = (await handlers[verb]({ params: { appname: app }, query: {}, values: {}, headers: {} } as unknown as HandlerInput)) as { message?: string };
+    return r?.message ?? `${verb} ${app} done`;
+  };
+}
+
+/**
+ * `/apps/placementlocations` with the places the other nodes announce (their `apprunning` notices carry
+ * them): each joins `faultDomains`, `tiers` and `peers` under its address.
+ */
+export function withPeerPlaces(handlers: Record<string, PlainHandler>, peers: Peers): Record<string, PlainHandler> {
+  const local = handlers.placementlocations;
+  return {
+    placementlocations: async (input: HandlerInput) => {
+      const here = (await local(input)) as {
+        faultDomains: { id: string; nodes: string[] }[];
+        tiers: Record<string, string[]>;
+        peers: unknown[];
+      };
+      const net = peers();
+      if (!net) return here;
+      for (const p of await net.nodes()) {
+        if (p.node === net.nodeKey || !p.place) continue;
+        const id = p.ip;
+        const fd = p.place.faultDomain || id;
+        const dom = here.faultDomains.find((f) => f.id === fd);
+        if (dom) dom.nodes.push(id);
+        else here.faultDomains.push({ id: fd, nodes: [id] });
+        (here.tiers[p.place.tier] ??= []).push(id);
+        here.peers.push({ ...p.place, ip: id, node: p.node, broadcastedAt: p.broadcastedAt });
+      }
+      return here;
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/** The `peers:` config section (README: config keys) and the protocol config it makes. */
+import { configSchema, type NodeInfo } from '../../core/plugin-api.ts';
+import { DEFAULTS, type ProtocolConfig } from './protocol/config.ts';
+
+export interface PeersConfig extends Omit<typeof DEFAULTS, 'minimums'> {
+  /** This node's address as peers reach it; '' = the API listener's host, or when it listens on all, the
+   * address the node's peers see it connect from. */
+  ip: string;
+  seeds: string[];
+  minimums: ProtocolConfig['minimums'];
+  /** Re-announce the apps this node runs this often (a location not re-announced for locationTtlMs is gone). */
+  announceMs: number;
+  locationTtlMs: number;
+  /** How long a global command stays valid after its origin signed it. */
+  globalCommandMaxAgeMs: number;
+}
+
+const num = (d: number) => ({ type: 'integer', minimum: 1, default: d });
+
+export const peerConfigSchema = configSchema<PeersConfig>({
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    ip: { type: 'string', pattern: '^$|^[0-9]{1,3}(\\.[0-9]{1,3}){3}$', default: '' },
+    seeds: { type: 'array', maxItems: 100, items: { type: 'string', pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}:[0-9]{1,5}$' }, default: [] },
+    ...Object.fromEntries(Object.entries(DEFAULTS).filter(([k]) => k !== 'minimums').map(([k, v]) => [k, num(v as number)])),
+    minimums: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: Object.fromEntries(Object.entries(DEFAULTS.minimums).map(([k, v]) => [k, { type: 'integer', minimum: 0, default: v }])),
+    },
+    announceMs: num(3_600_000),
+    locationTtlMs: num(7_500_000),
+    globalCommandMaxAgeMs: num(120_000),
+  },
+} as any);
+
+export function protocolConfig(cfg: PeersConfig, node: NodeInfo): ProtocolConfig {
+  const host = node.apiHost && node.apiHost !== '0.0.0.0' && node.apiHost !== '::' ? node.apiHost : '127.0.0.1';
+  const { announceMs: _a, locationTtlMs: _l, globalCommandMaxAgeMs: _g, ...rest } = cfg;
+  return { ...rest, ip: cfg.ip || host, port: node.apiPort, autoIp: !cfg.ip && host === '127.0.0.1' && node.apiHost !== '127.0.0.1' };
+}

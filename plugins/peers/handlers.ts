@@ -1,0 +1,169 @@
+/** Route handlers of manifests/peers.yaml. */
+import { ApiError, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
+import type { Locations } from './locations.ts';
+import type { Conn } from './protocol/conn.ts';
+import type { PeerNode } from './protocol/node.ts';
+
+export interface HandlerDeps {
+  net: PeerNode;
+  locations: Locations;
+  recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number; data?: unknown }[];
+  ownAddr: () => string;
+}
+
+const NO_IP = () => new ApiError(400, 'BadRequest', 'No IP address specified.');
+
+/** `ip` or `ip:port` with this node's API port as the default port (nodes of one network share it). */
+function addrOf(ip: string | undefined, port: number) {
+  if (!ip) throw NO_IP();
+  const [host, p] = ip.split(':');
+  if (host.split('.').some((x) => Number(x) > 255)) throw new ApiError(400, 'BadRequest', `${ip} is not an IPv4 address`);
+  const n = p === undefined ? port : Number(p);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new ApiError(400, 'BadRequest', `${ip} has no valid port`);
+  return { ip: host, port: n, addr: `${host}:${n}`, exact: p !== undefined };
+}
+
+function record(c: Conn, now: number, opens: Map<string, number>) {
+  return {
+    ip: c.ip,
+    port: c.port,
+    direction: c.direction,
+    latency: c.latency,
+    missedPongs: c.missedPongs,
+    lastPingTime: c.lastPingTime,
+    lastPongTime: c.lastPongTime,
+    connectedAt: c.connectedAt,
+    uptime: now - c.connectedAt,
+    source: c.source,
+    isAlive: c.missedPongs === 0,
+    badMessages: c.badMessages,
+    capabilities: ['gossip', 'sync'],
+    remoteClockOffsetMs: c.remoteClockOffsetMs,
+    lastTransmissionDelay: c.lastTransmissionDelay,
+    messagesReceived: c.messagesReceived,
+    messagesSent: c.messagesSent,
+    bytesReceived: c.bytesReceived,
+    bytesSent: c.bytesSent,
+    remoteVersion: c.remoteVersion,
+    reconnects: Math.max(0, (opens.get(c.addr) ?? 1) - 1),
+    nodeKey: c.key,
+  };
+}
+
+/** The data a broadcast route carries: GET `:data` or the POST body (JSON when it parses, else text). */
+function dataOf(input: HandlerInput): unknown {
+  if (input.rawBody !== undefined || input.route.method === 'POST') {
+    const text = (input.rawBody ?? Buffer.alloc(0)).toString('utf8').trim();
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return input.params.data || undefined;
+}
+
+export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
+  const { net } = d;
+  const find = (direction: 'outbound' | 'inbound', ip: string | undefined) => {
+    const a = addrOf(ip, net.cfg.port);
+    const hit = [...net.conns].filter((c) => c.direction === direction && c.state !== 'closed' && (a.exact ? c.addr === a.addr : c.ip === a.ip));
+    return { a, hit };
+  };
+  const app = (input: HandlerInput) => {
+    const name = input.params.appname;
+    if (!name) throw new ApiError(400, 'BadRequest', 'No Core App specified');
+    return name as string;
+  };
+  return {
+    addpeer: async (input) => {
+      const a = addrOf(input.params.ip, net.cfg.port);
+      const r = await net.connect(a.addr, 'manual');
+      if (r === 'initiated') return `Outgoing connection to ${a.addr} initiated`;
+      if (r === 'already') return `Already connected to ${a.addr}`;
+      if (r === 'self') throw new ApiError(400, 'BadRequest', `${a.addr} is this node`);
+      throw new ApiError(503, 'PeerUnreachable', `Outgoing connection to ${a.addr} could not be opened`);
+    },
+    removepeer: (input) => {
+      const { a, hit } = find('outbound', input.params.ip);
+      if (!hit.length) throw new ApiError(404, 'NotFound', `No outgoing connection to ${a.exact ? a.addr : a.ip}`);
+      for (const c of hit) net.drop(c, 1000, 'removed by the operator', false);
+      return `Outgoing connection to ${hit.map((c) => c.addr).join(', ')} closed`;
+    },
+    removeincomingpeer: (input) => {
+      const { a, hit } = find('inbound', input.params.ip);
+      if (!hit.length) throw new ApiError(404, 'NotFound', `No incoming connection from ${a.exact ? a.addr : a.ip}`);
+      for (const c of hit) net.drop(c, 1000, 'removed by the operator', false);
+      return `Incoming connection from ${hit.map((c) => c.addr).join(', ')} closed`;
+    },
+    broadcastmessage: (input) => {
+      const data = dataOf(input);
+      if (data === undefined) throw new ApiError(400, 'BadRequest', 'No message to broadcast attached.');
+      const only = input.route.id.includes('tooutgoing') ? 'outbound' : input.route.id.includes('toincoming') ? 'inbound' : undefined;
+      // The variants start the message on one direction of links; relays carry it on to every node.
+      net.broadcast('broadcastmessage', data, only);
+      return 'Message successfully broadcasted to Core network';
+    },
+    connectedpeers: () => net.outgoing().map((c) => c.ip),
+    connectedpeersinfo: () => net.outgoing().map((c) => ({ ip: c.ip, port: c.port, latency: c.latency, lastPingTime: c.lastPingTime })),
+    incomingconnections: () => net.incoming().map((c) => c.ip),
+    incomingconnectionsinfo: () => net.incoming().map((c) => ({ ip: c.ip, port: c.port, latency: c.latency, lastPingTime: c.lastPingTime })),
+    peers: (input) => {
+      const f: string | undefined = input.params.filter;
+      const now = Date.now();
+      return [...net.conns]
+        .filter((c) => c.state === 'open' && (!f || c.direction === f || c.addr === f))
+        .map((c) => record(c, now, net.opens));
+    },
+    topology: () => {
+      const topology: Record<string, { outbound: string[]; inbound: string[] }> = {
+        [d.ownAddr()]: { outbound: net.outgoing().map((c) => c.addr), inbound: net.incoming().map((c) => c.addr) },
+      };
+      for (const c of net.conns) if (c.state === 'open' && c.report) topology[c.addr] = c.report;
+      return { reporters: Object.keys(topology).length, knownPeers: net.known.size, topology };
+    },
+    networkhealth: () => {
+      const h = net.health;
+      const last = h.at(-1);
+      const steady = h.length >= 6 && h.slice(-6).every((x) => x.status === last?.status);
+      const status = last?.status ?? 'starting';
+      return {
+        status,
+        inSteadyState: steady,
+        history: h.slice(-20),
+        messages: { ...net.stats, recent: d.recent.slice(-50) },
+      };
+    },
+    peerhistory: (input) => {
+      const q = input.query;
+      const limit = Math.min(1000, Math.max(1, Number(q.limit ?? 100)));
+      const since = Number(q.since ?? 0);
+      return net.history
+        .filter((e) => (!q.ip || e.ip.startsWith(q.ip)) && (!q.code || e.code === Number(q.code)) && (!q.event || e.event === q.event) && e.time >= since)
+        .slice(-limit)
+        .reverse();
+    },
+    unstablenodes: () => net.unstable(),
+    checkcommunication: () => {
+      const m = net.cfg.minimums;
+      const out = net.outgoing();
+      const inc = net.incoming();
+      const uOut = new Set(out.map((c) => c.ip)).size;
+      const uIn = new Set(inc.map((c) => c.ip)).size;
+      const short: string[] = [];
+      if (out.length < m.outgoing) short.push(`${out.length} outgoing connections of the ${m.outgoing} needed`);
+      if (uOut < m.uniqueOutgoingIps) short.push(`${uOut} unique outgoing IPs of the ${m.uniqueOutgoingIps} needed`);
+      if (inc.length < m.incoming) short.push(`${inc.length} incoming connections of the ${m.incoming} needed`);
+      if (uIn < m.uniqueIncomingIps) short.push(`${uIn} unique incoming IPs of the ${m.uniqueIncomingIps} needed`);
+      if (short.length) throw new ApiError(503, 'NotEnoughPeers', `Not enough connections to the Core network: ${short.join('; ')}`);
+      return 'Communication to Core network is properly established';
+    },
+    location: (input) => d.locations.locations(app(input)),
+    locations: () => d.locations.locations(),
+    installinglocation: (input) => d.locations.installingLocations(app(input)),
+    installinglocations: () => d.locations.installingLocations(),
+    installingerrorslocation: (input) => d.locations.errorLocations(app(input)),
+    installingerrorslocations: () => d.locations.errorLocations(),
+  };
+}

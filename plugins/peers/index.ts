@@ -1,0 +1,116 @@
+/**
+ * The peer network (issue 17): this node's key pair, its links to other nodes over `/ws/core`, broadcast
+ * of signed messages (app notices, registrations, the network policy, broadcastmessage), and the routes
+ * that show and change the peers. The protocol itself is in protocol/ (transport-independent).
+ */
+import path from 'node:path';
+import { coreServices, definePlugin, optional, websocket, type Collection } from '../../core/plugin-api.ts';
+import { appsService } from '../apps/api.ts';
+import { peerNetwork, type PeerNetwork } from './api.ts';
+import { Announcer } from './announce.ts';
+import { peerConfigSchema, protocolConfig, type PeersConfig } from './config.ts';
+import { GlobalCommands } from './global.ts';
+import { makeHandlers } from './handlers.ts';
+import { Locations } from './locations.ts';
+import { loadOrCreateKeys } from './protocol/keys.ts';
+import { PeerNode, type Kept } from './protocol/node.ts';
+import { linkOfSocket, wsTransport } from './ws-transport.ts';
+
+export default definePlugin({
+  id: 'peers',
+  version: '1.0.0',
+  provides: { peers: peerNetwork },
+  deps: {
+    apps: optional(appsService),
+    node: coreServices.node,
+    store: coreServices.store,
+    clock: coreServices.clock,
+    events: coreServices.events,
+    log: coreServices.log,
+  },
+  configSchema: peerConfigSchema,
+  async setup(ctx) {
+    const cfg: PeersConfig = ctx.config;
+    const keys = loadOrCreateKeys(path.join(ctx.node.dataDir, 'peers', 'node-key.pem'));
+    const pc = protocolConfig(cfg, ctx.node);
+    const store = ctx.store('messages') as Collection<Kept>;
+    await store.ensureIndex({ fieldName: 'hash', unique: true });
+    const bound = ctx.node.apiHost && ctx.node.apiHost !== '0.0.0.0' && ctx.node.apiHost !== '::' ? ctx.node.apiHost : undefined;
+    const net = new PeerNode(keys, wsTransport({ localAddress: bound, maxPayload: 64 * 1024, path: '/ws/core', timeoutMs: pc.handshakeMs ?? 10_000 }), pc, {
+      now: () => Date.now(),
+      setTimer: (fn, ms) => {
+        const t = setTimeout(fn, ms);
+        t.unref();
+        return { clear: () => clearTimeout(t) };
+      },
+      onKept: (added, dropped) => {
+        for (const k of added) void store.insert({ hash: k.hash, m: k.m, s: k.s, sentAt: k.sentAt, type: k.type }).catch(() => undefined);
+        if (dropped.length) void store.remove({ hash: { $in: dropped } }, { multi: true }).catch(() => undefined);
+      },
+      log: ctx.log,
+    });
+
+    const locations = new Locations(() => Date.now(), cfg.locationTtlMs);
+    const kept = (await store.find({})) as Kept[];
+    net.restore(kept);
+    // Rebuild what the kept notices say (in send order): a restarted node knows where apps run at once.
+    for (const k of kept.sort((a, b) => a.sentAt - b.sentAt)) {
+      try {
+        const b = JSON.parse(k.m);
+        locations.apply(b.type, b.payload, b.origin, b.sentAt);
+      } catch {
+        /* a damaged record is skipped */
+      }
+    }
+    for (const t of ['apprunning', 'appremoved', 'appinstalling', 'appinstallingerror'])
+      net.on(t, (m) => {
+        if (locations.apply(m.type, m.payload, m.origin, m.sentAt)) ctx.events.emit(`network:${m.type}`, { origin: m.origin, payload: m.payload });
+      });
+    // The last messages delivered here (networkhealth shows them; a broadcastmessage with its data).
+    const recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number; data?: unknown }[] = [];
+    net.onAny((m) => {
+      recent.push({ hash: m.hash, type: m.type, origin: m.origin, sentAt: m.sentAt, hops: m.hops, receivedAt: Date.now(), ...(m.type === 'broadcastmessage' ? { data: m.payload } : {}) });
+      if (recent.length > 100) recent.shift();
+    });
+    net.on('broadcastmessage', (m) => void ctx.events.emit('network:broadcastmessage', { origin: m.origin, data: m.payload }));
+
+    const ownAddr = () => net.self;
+    /** Broadcast a notice and apply it here too (a node does not receive its own messages). */
+    const notice = (type: string, payload: Record<string, unknown>) => {
+      const full = { ...payload, ip: ownAddr() };
+      locations.apply(type, full, keys.publicKey, Date.now());
+      net.broadcast(type, full);
+    };
+    const announcer = new Announcer(ctx.apps, ctx.events, notice, cfg.announceMs, ctx.log);
+    const global = new GlobalCommands(net, ctx.apps, ctx.node, ctx.log, cfg.globalCommandMaxAgeMs);
+
+    const service: PeerNetwork = {
+      get nodeKey() {
+        return keys.publicKey;
+      },
+      broadcast: async (type, payload) => void net.broadcast(type, payload),
+      on: (type, handler) =>
+        net.on(type, (m) => handler({ type: m.type, payload: m.payload as any, origin: m.origin, sentAt: m.sentAt })),
+      locations: async (app) => locations.locations(app),
+      nodes: async () => locations.nodes(),
+      runGlobal: (cmd) => global.send(cmd),
+      globalOutcomes: (id) => global.outcomes.filter((o) => o.id === id),
+    };
+
+    net.start();
+    announcer.start();
+    const handlers = makeHandlers({ net, locations, recent, ownAddr });
+    return {
+      handlers: {
+        ...handlers,
+        peerSocket: websocket((input, socket) => net.accept(linkOfSocket(socket, input.ip))),
+      },
+      services: { peers: service },
+      dispose: () => {
+        announcer.stop();
+        global.stop();
+        net.stop();
+      },
+    };
+  },
+});

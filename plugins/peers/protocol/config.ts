@@ -1,0 +1,69 @@
+/** The protocol's tunables; the plugin's `peers:` config section maps onto these (README: config keys). */
+export interface ProtocolConfig {
+  /** This node's address as peers reach it. */
+  ip: string;
+  port: number;
+  /** `ip` was not configured: take the address most peers say they see this node connect from. */
+  autoIp?: boolean;
+  /** `ip:port` of nodes to connect to first. */
+  seeds: string[];
+  /** Outgoing peers kept (reference: 8). */
+  maxOutgoing: number;
+  /** Incoming peers accepted at most (assumed 40 when not set; the reference's own cap is not shown). */
+  maxIncoming: number;
+  pingMs: number;
+  /** Unanswered pings in a row that close a link. */
+  maxMissedPongs: number;
+  /** How often the node tops up its outgoing peers and samples its health. */
+  maintainMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  handshakeMs: number;
+  /** A text frame over this is dropped and counted (the host's websocket limit, 64 KB, closes the link). */
+  maxFrameBytes: number;
+  textPerSecond: number;
+  textBurst: number;
+  binaryPerSecond: number;
+  binaryBurst: number;
+  /** Bad frames a link may send before it is closed and its IP refused for `banMs`. */
+  maxBadFrames: number;
+  banMs: number;
+  hopLimit: number;
+  seenTtlMs: number;
+  seenMax: number;
+  /** Broadcast messages kept for catch-up. */
+  keepMs: number;
+  keepMax: number;
+  /** A message stamped further than this in the future is refused. */
+  maxClockSkewMs: number;
+  unstableDisconnects: number;
+  unstableWindowMs: number;
+  minimums: { outgoing: number; uniqueOutgoingIps: number; incoming: number; uniqueIncomingIps: number };
+}
+
+export const DEFAULTS: Omit<ProtocolConfig, 'ip' | 'port' | 'seeds'> = {
+  maxOutgoing: 8,
+  maxIncoming: 40,
+  pingMs: 30_000,
+  maxMissedPongs: 3,
+  maintainMs: 5_000,
+  backoffBaseMs: 1_000,
+  backoffMaxMs: 60_000,
+  handshakeMs: 10_000,
+  maxFrameBytes: 60_000,
+  textPerSecond: 200,
+  textBurst: 400,
+  binaryPerSecond: 5,
+  binaryBurst: 10,
+  maxBadFrames: 10,
+  banMs: 600_000,
+  hopLimit: 16,
+  seenTtlMs: 3_600_000,
+  seenMax: 200_000,
+  keepMs: 86_400_000,
+  keepMax: 10_000,
+  maxClockSkewMs: 600_000,
+  unstableDisconnects: 5,
+  unstableWindowMs: 7_200_000,
+  minimums: { outgoing: 8, uniqueOutgoingIps: 7, incoming: 4, uniqueIncomingIps: 3 },
+};

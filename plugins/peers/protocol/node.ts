@@ -1,0 +1,618 @@
+/**
+ * The peer protocol, independent of its transport: handshake (each side signs the other's nonce), signed
+ * frames, per-link rate limits and bad-frame counting, outgoing peer choice with back-off, incoming cap,
+ * ping/pong, broadcast with a seen-cache and a hop limit, and catch-up from kept messages. Time and timers
+ * are injected so the simulation can run it on virtual time.
+ */
+import crypto from 'node:crypto';
+import { DEFAULTS, type ProtocolConfig } from './config.ts';
+import { Bucket, Conn } from './conn.ts';
+import { messageHash, parseAddr, parseFrame, parseOriginBody, signedText, type Frame, type Gossip, type OriginBody } from './frames.ts';
+import { isKey, verify, type NodeKeys } from './keys.ts';
+import type { Link, Transport } from './transport.ts';
+
+export const PROTOCOL_VERSION = '1';
+
+export interface Delivered {
+  type: string;
+  payload: unknown;
+  origin: string;
+  sentAt: number;
+  hash: string;
+  hops: number;
+}
+
+export interface Kept {
+  hash: string;
+  m: string;
+  s: string;
+  sentAt: number;
+  type: string;
+}
+
+export interface HistoryEvent {
+  time: number;
+  event: 'connected' | 'disconnected' | 'refused' | 'misbehaved';
+  code: number;
+  ip: string;
+  port: number;
+  direction: 'outbound' | 'inbound';
+  reason: string;
+}
+
+export interface Env {
+  now(): number;
+  setTimer(fn: () => void, ms: number): { clear(): void };
+  /** Kept messages changed (persist them); optional. */
+  onKept?(added: Kept[], dropped: string[]): void;
+  log?: { debug(o: object, m: string): void; info(o: object, m: string): void; warn(o: object, m: string): void };
+}
+
+interface Known {
+  source: string;
+  failures: number;
+  nextTry: number;
+}
+
+const rnd = () => crypto.randomBytes(12).toString('base64');
+
+export class PeerNode {
+  readonly cfg: ProtocolConfig;
+  readonly conns = new Set<Conn>();
+  readonly known = new Map<string, Known>();
+  private readonly seen = new Map<string, number>();
+  private readonly kept = new Map<string, Kept>();
+  private readonly handlers = new Map<string, Set<(m: Delivered) => void>>();
+  private readonly anyHandlers = new Set<(m: Delivered) => void>();
+  private readonly banned = new Map<string, number>();
+  private readonly disconnects = new Map<string, { times: number[]; first: number; reason: string }>();
+  readonly history: HistoryEvent[] = [];
+  readonly health: { time: number; status: string; outgoing: number; incoming: number }[] = [];
+  readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0 };
+  private timers: { clear(): void }[] = [];
+  private pending = new Set<string>();
+  /** What peers say this node's IP is (`seen` in their hello), while `autoIp`. */
+  private readonly seenAs = new Map<string, number>();
+  /** Links opened per peer address (a record's `reconnects` is this less one). */
+  readonly opens = new Map<string, number>();
+  private stopped = false;
+
+  constructor(
+    readonly keys: NodeKeys,
+    private readonly transport: Transport,
+    cfg: Partial<ProtocolConfig> & Pick<ProtocolConfig, 'ip' | 'port' | 'seeds'>,
+    private readonly env: Env,
+  ) {
+    this.cfg = { ...DEFAULTS, ...cfg, minimums: { ...DEFAULTS.minimums, ...(cfg.minimums ?? {}) } };
+    for (const s of this.cfg.seeds) this.learn(s, 'seed');
+  }
+
+  get key() {
+    return this.keys.publicKey;
+  }
+  get self() {
+    return `${this.cfg.ip}:${this.cfg.port}`;
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  start() {
+    const tick = () => {
+      if (this.stopped) return;
+      this.maintain();
+      this.timers.push(this.env.setTimer(tick, this.cfg.maintainMs));
+    };
+    const ping = () => {
+      if (this.stopped) return;
+      this.pingAll();
+      this.timers.push(this.env.setTimer(ping, this.cfg.pingMs));
+    };
+    tick();
+    this.timers.push(this.env.setTimer(ping, this.cfg.pingMs));
+  }
+
+  stop() {
+    this.stopped = true;
+    for (const t of this.timers) t.clear();
+    for (const c of [...this.conns]) this.drop(c, 1001, 'node stopping', false);
+  }
+
+  /** Messages kept from before (at start, from the plugin's store). */
+  restore(items: Kept[]) {
+    const now = this.env.now();
+    for (const k of items) {
+      if (now - k.sentAt > this.cfg.keepMs) continue;
+      this.kept.set(k.hash, k);
+      this.seen.set(k.hash, now);
+    }
+  }
+
+  // ------------------------------------------------------------------ peers
+
+  learn(addr: string, source: string) {
+    const a = parseAddr(addr);
+    if (!a || addr === this.self || this.known.has(addr)) return;
+    if (this.known.size >= 5000) return;
+    this.known.set(addr, { source, failures: 0, nextTry: 0 });
+  }
+
+  outgoing() {
+    return [...this.conns].filter((c) => c.direction === 'outbound' && c.state === 'open');
+  }
+  incoming() {
+    return [...this.conns].filter((c) => c.direction === 'inbound' && c.state === 'open');
+  }
+
+  isBanned(ip: string) {
+    const until = this.banned.get(ip);
+    if (until === undefined) return false;
+    if (until > this.env.now()) return true;
+    this.banned.delete(ip);
+    return false;
+  }
+
+  /** Top up outgoing peers from the known addresses (one distinct IP each), and sample health. */
+  maintain() {
+    const now = this.env.now();
+    const out = [...this.conns].filter((c) => c.direction === 'outbound' && c.state !== 'closed');
+    const usedIps = new Set(out.map((c) => c.ip));
+    // Only outgoing links count: a node that is also an incoming peer may still be dialled (a seed has no
+    // other way to get outgoing peers in a small network).
+    const connectedAddrs = new Set(out.map((c) => c.addr));
+    let room = this.cfg.maxOutgoing - out.length - this.pending.size;
+    if (room > 0) {
+      const candidates = [...this.known.entries()].filter(([addr, k]) => {
+        const ip = addr.slice(0, addr.lastIndexOf(':'));
+        return k.nextTry <= now && !usedIps.has(ip) && !connectedAddrs.has(addr) && !this.pending.has(addr) && !this.isBanned(ip);
+      });
+      for (let i = candidates.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [candidates[i], candidates[j]] = [candidates[j], candidates[i]];
+      }
+      for (const [addr] of candidates) {
+        if (room <= 0) break;
+        const ip = addr.slice(0, addr.lastIndexOf(':'));
+        if (usedIps.has(ip)) continue;
+        usedIps.add(ip);
+        room--;
+        void this.connect(addr, 'auto');
+      }
+    }
+    const o = this.outgoing().length;
+    const inc = this.incoming().length;
+    this.health.push({ time: now, status: this.status(o, inc), outgoing: o, incoming: inc });
+    if (this.health.length > 60) this.health.shift();
+    for (const [h, t] of this.seen) {
+      if (now - t <= this.cfg.seenTtlMs) break;
+      this.seen.delete(h);
+    }
+    this.expireKept(now);
+  }
+
+  private status(o: number, i: number) {
+    const m = this.cfg.minimums;
+    if (o === 0 && i === 0) return 'isolated';
+    return o >= m.outgoing && i >= m.incoming ? 'healthy' : 'degraded';
+  }
+
+  /** Open an outgoing link to `ip:port`; resolves with what happened (for addpeer). */
+  async connect(addr: string, source = 'manual'): Promise<'initiated' | 'already' | 'self' | 'refused'> {
+    const a = parseAddr(addr);
+    if (!a) return 'refused';
+    if (addr === this.self) return 'self';
+    if ([...this.conns].some((c) => c.direction === 'outbound' && c.addr === addr) || this.pending.has(addr)) return 'already';
+    if (this.isBanned(a.ip)) return 'refused';
+    this.learn(addr, source);
+    this.pending.add(addr);
+    let link: Link;
+    try {
+      link = await this.transport.connect(a.ip, a.port);
+    } catch (e) {
+      this.pending.delete(addr);
+      this.backoff(addr);
+      this.record('refused', 1006, a.ip, a.port, 'outbound', (e as Error).message);
+      return 'refused';
+    }
+    this.pending.delete(addr);
+    if (this.stopped) {
+      link.close(1001, 'node stopping');
+      return 'refused';
+    }
+    const c = this.attach(link, 'outbound', a.ip, source);
+    c.port = a.port;
+    return 'initiated';
+  }
+
+  private backoff(addr: string) {
+    const k = this.known.get(addr);
+    if (!k) return;
+    k.failures++;
+    k.nextTry = this.env.now() + Math.min(this.cfg.backoffMaxMs, this.cfg.backoffBaseMs * 2 ** Math.min(k.failures - 1, 20));
+  }
+
+  /** A link someone opened to this node (the transport calls this). */
+  accept(link: Link) {
+    const ip = link.remoteIp;
+    if (this.isBanned(ip)) {
+      this.record('refused', 4003, ip, 0, 'inbound', 'banned');
+      return link.close(4003, 'banned');
+    }
+    if ([...this.conns].filter((c) => c.direction === 'inbound').length >= this.cfg.maxIncoming) {
+      this.record('refused', 4005, ip, 0, 'inbound', 'incoming peers at their cap');
+      return link.close(4005, 'incoming peers at their cap');
+    }
+    const c = this.attach(link, 'inbound', ip, 'incoming');
+    this.raw(c, JSON.stringify({ t: 'challenge', d: JSON.stringify({ nonce: c.nonce, v: PROTOCOL_VERSION }) }));
+  }
+
+  private attach(link: Link, direction: 'outbound' | 'inbound', ip: string, source: string) {
+    const now = this.env.now();
+    const c = new Conn(link, direction, ip, new Bucket(this.cfg.textPerSecond, this.cfg.textBurst, now), new Bucket(this.cfg.binaryPerSecond, this.cfg.binaryBurst, now), rnd(), source);
+    this.conns.add(c);
+    link.onMessage((data, isBinary) => this.receive(c, data, isBinary));
+    // 4010 from the other side means it refused us; only our own 4010 lists the other node as misbehaving.
+    link.onClose((code, reason) => this.closed(c, code === 4010 ? 4012 : code, reason));
+    const t = this.env.setTimer(() => {
+      if (c.state === 'handshake') this.drop(c, 4008, 'handshake timed out');
+    }, this.cfg.handshakeMs);
+    c.timer = { clear: t.clear } as any;
+    return c;
+  }
+
+  /** Close a link (removepeer, removeincomingpeer, misbehaviour). */
+  drop(c: Conn, code: number, reason: string, count = true) {
+    if (c.state === 'closed') return;
+    try {
+      c.link.close(code, reason);
+    } catch {
+      /* already gone */
+    }
+    this.closed(c, code, reason, count);
+  }
+
+  private closed(c: Conn, code: number, reason: string, count = true) {
+    if (!this.conns.has(c)) return;
+    this.conns.delete(c);
+    (c.timer as any)?.clear?.();
+    const wasOpen = c.state === 'open';
+    c.state = 'closed';
+    if (c.direction === 'outbound') this.backoff(c.addr);
+    if (!wasOpen && code !== 4010) return;
+    this.record(code === 4010 ? 'misbehaved' : 'disconnected', code, c.ip, c.port, c.direction, reason);
+    if (count && !this.stopped) {
+      const now = this.env.now();
+      const d = this.disconnects.get(c.addr) ?? { times: [], first: now, reason: '' };
+      d.times = d.times.filter((t) => now - t <= this.cfg.unstableWindowMs);
+      // A link closed for bad frames counts as enough disconnects to be listed at once.
+      const n = code === 4010 ? this.cfg.unstableDisconnects : 1;
+      for (let i = 0; i < n; i++) d.times.push(now);
+      if (d.times.length === n) d.first = now;
+      d.reason = reason;
+      this.disconnects.set(c.addr, d);
+    }
+  }
+
+  private record(event: HistoryEvent['event'], code: number, ip: string, port: number, direction: HistoryEvent['direction'], reason: string) {
+    this.history.push({ time: this.env.now(), event, code, ip, port, direction, reason });
+    if (this.history.length > 1000) this.history.shift();
+  }
+
+  unstable() {
+    const now = this.env.now();
+    const out: { ip: string; port: string; disconnects: number; firstDisconnect: number; reason: string }[] = [];
+    for (const [addr, d] of this.disconnects) {
+      const times = d.times.filter((t) => now - t <= this.cfg.unstableWindowMs);
+      if (times.length >= this.cfg.unstableDisconnects) {
+        const i = addr.lastIndexOf(':');
+        out.push({ ip: addr.slice(0, i), port: addr.slice(i + 1), disconnects: times.length, firstDisconnect: d.first, reason: d.reason });
+      }
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------ frames
+
+  private raw(c: Conn, text: string) {
+    if (c.state === 'closed') return;
+    c.messagesSent++;
+    c.bytesSent += text.length;
+    try {
+      c.link.send(text);
+    } catch {
+      this.drop(c, 1006, 'send failed');
+    }
+  }
+
+  private send(c: Conn, t: Frame['t'], data: unknown) {
+    const d = JSON.stringify(data);
+    const n = ++c.seqOut;
+    const text = JSON.stringify({ t, n, k: this.key, d, s: this.keys.sign(signedText(t, n, d)) });
+    if (t === 'gossip' || t === 'syncbatch') this.stats.gossipBytesSent += text.length;
+    this.raw(c, text);
+  }
+
+  private bad(c: Conn, why: string) {
+    c.badMessages++;
+    this.stats.badFrames++;
+    this.env.log?.debug({ ip: c.ip, why, bad: c.badMessages }, 'peers: bad frame');
+    if (c.state === 'handshake' || c.badMessages >= this.cfg.maxBadFrames) {
+      this.banned.set(c.ip, this.env.now() + this.cfg.banMs);
+      this.env.log?.warn({ ip: c.ip, port: c.port, why }, 'peers: peer closed for bad frames, its IP refused for a while');
+      this.drop(c, 4010, `bad frames (${why})`);
+    }
+  }
+
+  private receive(c: Conn, data: string | Buffer, isBinary: boolean) {
+    if (c.state === 'closed') return;
+    const now = this.env.now();
+    const len = typeof data === 'string' ? data.length : data.length;
+    c.bytesReceived += len;
+    if (isBinary) {
+      if (!c.binary.take(now)) return this.bad(c, 'binary rate');
+      return this.bad(c, 'binary frames carry nothing in this protocol');
+    }
+    if (!c.text.take(now)) return this.bad(c, 'text rate');
+    if (len > this.cfg.maxFrameBytes) return this.bad(c, 'oversized');
+    const f = parseFrame(typeof data === 'string' ? data : data.toString('utf8'));
+    if (typeof f === 'string') return this.bad(c, f);
+    c.messagesReceived++;
+    if (c.state === 'handshake') return this.handshake(c, f);
+    if (f.t === 'challenge' || f.t === 'hello') return this.bad(c, 'handshake frame after the handshake');
+    if (f.k !== c.key || f.n <= c.seqIn || !verify(c.key, signedText(f.t, f.n, f.d), f.s)) return this.bad(c, 'signature');
+    c.seqIn = f.n;
+    let d: any;
+    try {
+      d = JSON.parse(f.d);
+    } catch {
+      return this.bad(c, 'malformed');
+    }
+    if (!d || typeof d !== 'object') return this.bad(c, 'malformed');
+    switch (f.t) {
+      case 'ping':
+        if (!Number.isFinite(d.ts)) return this.bad(c, 'malformed');
+        c.remoteClockOffsetMs = now - d.ts;
+        return this.send(c, 'pong', { ts: d.ts, at: now });
+      case 'pong':
+        if (!Number.isFinite(d.ts)) return this.bad(c, 'malformed');
+        c.latency = now - d.ts;
+        c.lastTransmissionDelay = c.latency / 2;
+        c.lastPongTime = now;
+        c.missedPongs = 0;
+        return;
+      case 'peers':
+        return this.peersFrame(c, d);
+      case 'gossip':
+        return this.gossip(c, d, false);
+      case 'sync':
+        return this.sync(c, d);
+      case 'syncbatch':
+        if (!Array.isArray(d.items) || d.items.length > 1000) return this.bad(c, 'malformed');
+        for (const it of d.items) this.gossip(c, { ...it, h: this.cfg.hopLimit }, true);
+        return;
+    }
+  }
+
+  private handshake(c: Conn, f: Frame) {
+    let d: any;
+    try {
+      d = JSON.parse(f.d);
+    } catch {
+      return this.bad(c, 'malformed');
+    }
+    if (!d || typeof d !== 'object') return this.bad(c, 'malformed');
+    if (f.t === 'challenge') {
+      if (c.direction !== 'outbound' || typeof d.nonce !== 'string' || d.nonce.length > 64 || c.seqOut) return this.bad(c, 'unexpected challenge');
+      return this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now() });
+    }
+    if (f.t !== 'hello') return this.bad(c, 'frame before the handshake');
+    if (!isKey(f.k) || !verify(f.k, signedText(f.t, f.n, f.d), f.s) || f.n !== 1) return this.bad(c, 'signature');
+    if (d.echo !== c.nonce || typeof d.nonce !== 'string' || d.nonce.length > 64 || !Number.isInteger(d.port) || d.port < 1 || d.port > 65535)
+      return this.bad(c, 'hello');
+    if (f.k === this.key) {
+      // Dialled ourselves (a seed or a peer list naming this node's own address under another form).
+      if (c.direction === 'outbound') this.known.delete(c.addr);
+      return this.drop(c, 4009, 'connected to itself', false);
+    }
+    const same = [...this.conns].find((o) => o !== c && o.key === f.k && o.state === 'open');
+    if (same && (same.direction === c.direction || same.ip !== c.ip)) {
+      this.record('refused', 4004, c.ip, d.port, c.direction, 'already connected to this node');
+      return this.drop(c, 4004, 'already connected to this node', false);
+    }
+    c.key = f.k;
+    c.seqIn = f.n;
+    c.remoteVersion = String(d.v ?? '');
+    c.remoteClockOffsetMs = Number.isFinite(d.time) ? this.env.now() - d.time : 0;
+    if (c.direction === 'outbound' && this.cfg.autoIp && typeof d.seen === 'string' && parseAddr(`${d.seen}:1`)) this.observed(d.seen);
+    if (c.direction === 'inbound') {
+      c.port = d.port;
+      // `seen`: the IP this peer connects from, as this node sees it (how a node behind no fixed
+      // configuration learns its own address).
+      this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), seen: c.ip });
+      this.learn(c.addr, 'incoming');
+    }
+    this.open(c);
+  }
+
+  /** Take the IP most peers report (one report per peer key would be stricter; counts are capped). */
+  private observed(ip: string) {
+    if (this.seenAs.size > 100 && !this.seenAs.has(ip)) return;
+    this.seenAs.set(ip, Math.min(1000, (this.seenAs.get(ip) ?? 0) + 1));
+    let best = this.cfg.ip;
+    let n = 0;
+    for (const [k, v] of this.seenAs) if (v > n) [best, n] = [k, v];
+    if (best !== this.cfg.ip) {
+      this.env.log?.info({ ip: best }, 'peers: this node\'s address as its peers see it');
+      this.cfg.ip = best;
+    }
+  }
+
+  private open(c: Conn) {
+    c.state = 'open';
+    c.connectedAt = this.env.now();
+    (c.timer as any)?.clear?.();
+    const k = this.known.get(c.addr);
+    if (k && c.direction === 'outbound') {
+      k.failures = 0;
+      k.nextTry = 0;
+    }
+    this.record('connected', 0, c.ip, c.port, c.direction, '');
+    this.opens.set(c.addr, (this.opens.get(c.addr) ?? 0) + 1);
+    if (this.opens.size > 10_000) this.opens.delete(this.opens.keys().next().value!);
+    this.send(c, 'peers', this.report());
+    // Catch up: ask for what was broadcast since the newest message held here (less a margin for clock skew).
+    if (c.direction === 'outbound') {
+      let newest = 0;
+      for (const k of this.kept.values()) newest = Math.max(newest, k.sentAt);
+      this.send(c, 'sync', { since: newest ? newest - this.cfg.maxClockSkewMs : 0 });
+    }
+  }
+
+  private report() {
+    const open = [...this.conns].filter((c) => c.state === 'open');
+    return {
+      outbound: open.filter((c) => c.direction === 'outbound').map((c) => c.addr),
+      inbound: open.filter((c) => c.direction === 'inbound').map((c) => c.addr),
+    };
+  }
+
+  private peersFrame(c: Conn, d: any) {
+    const ok = (l: unknown) => Array.isArray(l) && l.length <= 200 && l.every((a) => parseAddr(a));
+    if (!ok(d.outbound) || !ok(d.inbound)) return this.bad(c, 'malformed');
+    c.report = { outbound: d.outbound, inbound: d.inbound };
+    for (const a of [...d.outbound, ...d.inbound]) this.learn(a, 'peer');
+  }
+
+  private pingAll() {
+    const now = this.env.now();
+    for (const c of this.conns) {
+      if (c.state !== 'open') continue;
+      if (c.lastPingTime && c.lastPongTime < c.lastPingTime) c.missedPongs++;
+      if (c.missedPongs >= this.cfg.maxMissedPongs) {
+        this.drop(c, 4011, 'no pong');
+        continue;
+      }
+      c.lastPingTime = now;
+      this.send(c, 'ping', { ts: now });
+      // The topology report travels with the pings, so /core/topology stays current.
+      this.send(c, 'peers', this.report());
+    }
+  }
+
+  // ------------------------------------------------------------------ broadcast
+
+  on(type: string, fn: (m: Delivered) => void) {
+    let s = this.handlers.get(type);
+    if (!s) this.handlers.set(type, (s = new Set()));
+    s.add(fn);
+    return () => void s!.delete(fn);
+  }
+
+  onAny(fn: (m: Delivered) => void) {
+    this.anyHandlers.add(fn);
+    return () => void this.anyHandlers.delete(fn);
+  }
+
+  /** Sign and send a message to every peer; `only` limits the first hop to one direction. */
+  broadcast(type: string, payload: unknown, only?: 'outbound' | 'inbound'): string {
+    const body: OriginBody = { type, payload, origin: this.key, sentAt: this.env.now(), nonce: rnd() };
+    const m = JSON.stringify(body);
+    const s = this.keys.sign(m);
+    const hash = messageHash(m);
+    this.remember(hash);
+    this.keep({ hash, m, s, sentAt: body.sentAt, type });
+    const sent = new Set<string>();
+    for (const c of this.conns) {
+      // One copy per node: two nodes may be linked both ways.
+      if (c.state !== 'open' || (only && c.direction !== only) || sent.has(c.key)) continue;
+      sent.add(c.key);
+      this.send(c, 'gossip', { m, s, h: 0 } satisfies Gossip);
+    }
+    return hash;
+  }
+
+  private remember(hash: string) {
+    this.seen.set(hash, this.env.now());
+    if (this.seen.size > this.cfg.seenMax) this.seen.delete(this.seen.keys().next().value!);
+  }
+
+  private keep(k: Kept) {
+    this.kept.set(k.hash, k);
+    const dropped: string[] = [];
+    while (this.kept.size > this.cfg.keepMax) {
+      const first = this.kept.keys().next().value!;
+      this.kept.delete(first);
+      dropped.push(first);
+    }
+    this.env.onKept?.([k], dropped);
+  }
+
+  private expireKept(now: number) {
+    const dropped: string[] = [];
+    for (const [h, k] of this.kept) if (now - k.sentAt > this.cfg.keepMs) dropped.push(h);
+    for (const h of dropped) this.kept.delete(h);
+    if (dropped.length) this.env.onKept?.([], dropped);
+  }
+
+  private gossip(c: Conn, d: any, catchUp: boolean) {
+    if (typeof d.m !== 'string' || typeof d.s !== 'string' || !Number.isInteger(d.h) || d.h < 0) return this.bad(c, 'malformed');
+    const hash = messageHash(d.m);
+    if (this.seen.has(hash)) {
+      if (!catchUp) this.stats.duplicates++;
+      return;
+    }
+    const body = parseOriginBody(d.m);
+    if (!body || !isKey(body.origin)) return this.bad(c, 'malformed');
+    if (!verify(body.origin, d.m, d.s)) return this.bad(c, 'forged message');
+    const now = this.env.now();
+    if (body.sentAt > now + this.cfg.maxClockSkewMs) return this.bad(c, 'from the future');
+    if (now - body.sentAt > this.cfg.keepMs) return; // too old to matter: neither kept nor delivered
+    this.remember(hash);
+    if (body.origin === this.key) return;
+    this.keep({ hash, m: d.m, s: d.s, sentAt: body.sentAt, type: body.type });
+    const hops = d.h + 1;
+    const msg: Delivered = { type: body.type, payload: body.payload, origin: body.origin, sentAt: body.sentAt, hash, hops };
+    this.stats.delivered++;
+    for (const fn of this.anyHandlers) this.call(fn, msg);
+    for (const fn of this.handlers.get(body.type) ?? []) this.call(fn, msg);
+    if (!catchUp && hops < this.cfg.hopLimit) {
+      const sent = new Set<string>([c.key, body.origin]);
+      for (const o of this.conns) {
+        if (o.state !== 'open' || sent.has(o.key)) continue;
+        sent.add(o.key);
+        this.send(o, 'gossip', { m: d.m, s: d.s, h: hops });
+      }
+    }
+  }
+
+  private call(fn: (m: Delivered) => void, msg: Delivered) {
+    try {
+      fn(msg);
+    } catch (e) {
+      this.env.log?.warn({ err: (e as Error).message, type: msg.type }, 'peers: a message handler failed');
+    }
+  }
+
+  private sync(c: Conn, d: any) {
+    if (!Number.isFinite(d.since)) return this.bad(c, 'malformed');
+    const items = [...this.kept.values()].filter((k) => k.sentAt >= d.since).sort((a, b) => a.sentAt - b.sentAt);
+    let batch: { m: string; s: string }[] = [];
+    let size = 0;
+    const budget = this.cfg.maxFrameBytes * 0.6;
+    for (const k of items) {
+      const len = k.m.length * 1.3 + 120;
+      if (batch.length && (size + len > budget || batch.length >= 500)) {
+        this.send(c, 'syncbatch', { items: batch });
+        batch = [];
+        size = 0;
+      }
+      if (len > budget) continue; // a single message too big to batch stays behind
+      batch.push({ m: k.m, s: k.s });
+      size += len;
+    }
+    if (batch.length) this.send(c, 'syncbatch', { items: batch });
+  }
+
+  keptMessages() {
+    return [...this.kept.values()];
+  }
+}

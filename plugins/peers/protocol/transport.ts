@@ -1,0 +1,18 @@
+/**
+ * What the protocol needs from a transport: open a link to an address, and be handed the links others open.
+ * The websocket transport (../ws-transport.ts) and the in-memory one (./memory.ts) both implement it, so the
+ * protocol core runs unchanged on real nodes and in the simulation.
+ */
+export interface Link {
+  /** The address the other end connects from (its IP), as the transport saw it. */
+  readonly remoteIp: string;
+  send(data: string | Buffer): void;
+  close(code?: number, reason?: string): void;
+  onMessage(fn: (data: string | Buffer, isBinary: boolean) => void): void;
+  onClose(fn: (code: number, reason: string) => void): void;
+}
+
+export interface Transport {
+  /** Open a link to `ip:port`; rejects when the other end cannot be reached. */
+  connect(ip: string, port: number): Promise<Link>;
+}

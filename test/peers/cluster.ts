@@ -1,0 +1,118 @@
+/**
+ * Real node processes for the peer tests: node i listens on 127.0.0.(2+i) with its own data folder, all
+ * seeded with node 0. Each is `node --import tsx core/cli/node.ts` with its own config file.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT } from '../../core/config.ts';
+import { fetchAnswer, type Answer, type TestNode } from '../support/node.ts';
+import { eventually } from '../support/wait.ts';
+
+export interface ClusterNode {
+  i: number;
+  ip: string;
+  port: number;
+  url: string;
+  dataDir: string;
+  configFile: string;
+  child?: ChildProcess;
+  get(p: string, headers?: Record<string, string>): Promise<Answer>;
+  post(p: string, body: unknown, headers?: Record<string, string>): Promise<Answer>;
+  /** The client as the wallet helpers take it. */
+  client: TestNode;
+}
+
+export interface ClusterOptions {
+  n: number;
+  port: number;
+  /** Plugins whose manifests the nodes serve (host and node always). */
+  plugins: string[];
+  operator: string;
+  coreTeam?: string[];
+  peers?: Record<string, unknown>;
+  extra?: (i: number) => Record<string, unknown>;
+}
+
+const SAFE_NODE = {
+  softwareDir: path.join(os.tmpdir(), 'corenode-test-no-software'),
+  restartCommand: ['true'],
+  ui: { buildCommand: ['false'] },
+  daemon: { updateCommand: ['false'] },
+  benchmark: { startCommand: ['false'], updateCommand: ['false'] },
+};
+
+export class Cluster {
+  readonly nodes: ClusterNode[] = [];
+  readonly root: string;
+  private readonly manifests: string;
+
+  constructor(readonly o: ClusterOptions) {
+    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'h17-cluster-'));
+    this.manifests = path.join(this.root, 'manifests');
+    fs.mkdirSync(this.manifests);
+    for (const p of new Set(['host', 'node', ...o.plugins])) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(this.manifests, `${p}.yaml`));
+    const seed = `127.0.0.2:${o.port}`;
+    for (let i = 0; i < o.n; i++) {
+      const ip = `127.0.0.${2 + i}`;
+      const dataDir = path.join(this.root, `node${i}`);
+      const configFile = path.join(this.root, `node${i}.json`);
+      const config = {
+        api: { port: o.port, host: ip },
+        dataDir,
+        manifestsDir: this.manifests,
+        log: { level: process.env.TEST_LOG ?? 'warn' },
+        watch: false,
+        initial: { legacyid: o.operator },
+        ...(o.coreTeam ? { coreTeam: o.coreTeam } : {}),
+        node: SAFE_NODE,
+        peers: { seeds: i === 0 ? [] : [seed], maintainMs: 300, pingMs: 1000, backoffBaseMs: 200, backoffMaxMs: 2000, handshakeMs: 3000, ...o.peers },
+        ...(o.extra?.(i) ?? {}),
+      };
+      fs.writeFileSync(configFile, JSON.stringify(config));
+      const url = `http://${ip}:${o.port}`;
+      const get = (p: string, headers?: Record<string, string>) => fetchAnswer(url + p, { headers });
+      const post = (p: string, body: unknown, headers?: Record<string, string>) =>
+        fetchAnswer(url + p, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'text/plain', ...headers } });
+      const client = { url, get, post, request: (m: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method: m }) } as unknown as TestNode;
+      this.nodes.push({ i, ip, port: o.port, url, dataDir, configFile, get, post, client });
+    }
+  }
+
+  start(n: ClusterNode) {
+    n.child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, CORENODE_CONFIG: n.configFile },
+      stdio: ['ignore', 'ignore', process.env.TEST_LOG ? 'inherit' : 'ignore'],
+    });
+  }
+
+  async ready(n: ClusterNode) {
+    await eventually(async () => (await n.get('/core/version').catch(() => null))?.status === 200, { what: `node ${n.i} answering`, everyMs: 200 });
+  }
+
+  async startAll() {
+    for (const n of this.nodes) this.start(n);
+    await Promise.all(this.nodes.map((n) => this.ready(n)));
+  }
+
+  async kill(n: ClusterNode, signal: NodeJS.Signals = 'SIGKILL') {
+    const c = n.child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill(signal);
+    await gone;
+    n.child = undefined;
+  }
+
+  async stop() {
+    await Promise.all(this.nodes.map((n) => this.kill(n, 'SIGTERM')));
+    fs.rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+export const data = (a: Answer) => {
+  if (a.json?.status !== 'success') throw new Error(`not a success: ${a.status} ${a.text.slice(0, 300)}`);
+  return a.json.data;
+};

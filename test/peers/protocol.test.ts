@@ -1,0 +1,161 @@
+/**
+ * The protocol core on the in-memory transport with virtual time (the code the plugin and the simulation
+ * run): handshake, replayed and forged frames, the hop limit, the incoming cap, rate limits, back-off,
+ * missed pongs, catch-up, and the key kept across starts.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { generateKeys, loadOrCreateKeys } from '../../plugins/peers/protocol/keys.ts';
+import { MemoryNetwork, VirtualTime } from '../../plugins/peers/protocol/memory.ts';
+import { PeerNode, type Delivered } from '../../plugins/peers/protocol/node.ts';
+import type { ProtocolConfig } from '../../plugins/peers/protocol/config.ts';
+import type { Link } from '../../plugins/peers/protocol/transport.ts';
+
+function world() {
+  const sched = new VirtualTime();
+  const net = new MemoryNetwork(sched, () => 10);
+  const make = (i: number, cfg: Partial<ProtocolConfig> = {}) => {
+    const ip = `10.0.0.${i}`;
+    const node = new PeerNode(generateKeys(), net.transport(ip), { ip, port: 16127, seeds: [], ...cfg }, { now: () => sched.now(), setTimer: (fn, ms) => sched.at(ms, fn) });
+    net.listen(ip, 16127, (l) => node.accept(l));
+    const got: Delivered[] = [];
+    node.onAny((m) => got.push(m));
+    return { node, got, ip, addr: `${ip}:16127` };
+  };
+  return { sched, net, make };
+}
+
+describe('peer protocol core (in-memory transport, virtual time)', () => {
+  it('a chain of nodes delivers once each and stops at the hop limit', async () => {
+    const { sched, make } = world();
+    const nodes = Array.from({ length: 6 }, (_, i) => make(i + 1, { hopLimit: 3 }));
+    for (let i = 0; i < 5; i++) await nodes[i].node.connect(nodes[i + 1].addr);
+    await sched.run(sched.now() + 1000);
+    nodes[0].node.broadcast('t', { x: 1 });
+    await sched.run();
+    // Hops 1, 2 deliver and relay; hop 3 delivers and stops.
+    assert.deepEqual(nodes.map((n) => n.got.length), [0, 1, 1, 1, 0, 0]);
+    assert.deepEqual(nodes.slice(1, 4).map((n) => n.got[0].hops), [1, 2, 3]);
+  });
+
+  it('a triangle delivers once per node and counts the copies', async () => {
+    const { sched, make } = world();
+    const [a, b, c] = [make(1), make(2), make(3)];
+    await a.node.connect(b.addr);
+    await b.node.connect(c.addr);
+    await c.node.connect(a.addr);
+    await sched.run(sched.now() + 1000);
+    a.node.broadcast('t', 'hi');
+    await sched.run();
+    assert.equal(b.got.length, 1);
+    assert.equal(c.got.length, 1);
+    assert.ok(a.node.stats.duplicates + b.node.stats.duplicates + c.node.stats.duplicates >= 1);
+  });
+
+  it('refuses incoming links over the cap, and a second link of the same key and direction', async () => {
+    const { sched, make } = world();
+    const hub = make(1, { maxIncoming: 2 });
+    const others = [make(2), make(3), make(4)];
+    for (const o of others) await o.node.connect(hub.addr);
+    await sched.run(sched.now() + 1000);
+    assert.equal(hub.node.incoming().length, 2);
+    assert.ok(hub.node.history.some((e) => e.event === 'refused' && e.code === 4005));
+    assert.equal(await others[0].node.connect(hub.addr), 'already');
+  });
+
+  it('a node that dials itself forgets the address', async () => {
+    const { sched, make } = world();
+    const a = make(1);
+    assert.equal(await a.node.connect(a.addr), 'self');
+    assert.equal(a.node.known.has(a.addr), false);
+  });
+
+  it('backs off from an address it cannot reach, then retries', async () => {
+    const { sched, make } = world();
+    const a = make(1, { backoffBaseMs: 1000, backoffMaxMs: 8000, maintainMs: 100 });
+    a.node.learn('10.0.0.9:16127', 'seed');
+    const tries: number[] = [];
+    const k = () => a.node.known.get('10.0.0.9:16127')!;
+    a.node.start();
+    for (let i = 0; i < 5; i++) {
+      await sched.run(sched.now() + 20_000);
+      tries.push(k().failures);
+    }
+    a.node.stop();
+    assert.ok(tries.at(-1)! >= 4, `failures ${tries}`);
+    assert.ok(k().nextTry - sched.now() <= 8000);
+  });
+
+  it('closes a link whose pongs stop', async () => {
+    const { sched, net, make } = world();
+    const a = make(1, { pingMs: 1000, maxMissedPongs: 2 });
+    const b = make(2);
+    await a.node.connect(b.addr);
+    await sched.run(sched.now() + 500);
+    assert.equal(a.node.outgoing().length, 1);
+    // b goes silent: its frames stop arriving (its listener and links gone, without a close).
+    for (const c of b.node.conns) (c.link as Link & { closed: boolean }).closed = true;
+    net.unlisten(b.ip, 16127);
+    a.node.start();
+    await sched.run(sched.now() + 5000);
+    a.node.stop();
+    assert.ok(a.node.history.some((e) => e.event === 'disconnected' && e.code === 4011));
+  });
+
+  it('a node that was away catches up from the peer it connects to', async () => {
+    const { sched, make } = world();
+    const a = make(1);
+    const b = make(2);
+    a.node.broadcast('policy', { v: 1 });
+    a.node.broadcast('note', { v: 2 });
+    await sched.run();
+    await b.node.connect(a.addr);
+    await sched.run();
+    assert.deepEqual(b.got.map((m) => m.type).sort(), ['note', 'policy']);
+    // Kept messages survive a restart of the receiver: restored, they are not delivered again.
+    const c = make(3);
+    c.node.restore(b.node.keptMessages());
+    await c.node.connect(a.addr);
+    await sched.run();
+    assert.equal(c.got.length, 0);
+  });
+
+  it('rate-limits text frames: a flood is dropped, counted and the link closed', async () => {
+    const { sched, make } = world();
+    const a = make(1, { textPerSecond: 5, textBurst: 5, maxBadFrames: 3 });
+    const b = make(2);
+    await b.node.connect(a.addr);
+    await sched.run(sched.now() + 100);
+    for (let i = 0; i < 12; i++) b.node.broadcast('spam', i);
+    await sched.run();
+    assert.ok(a.node.history.some((e) => e.event === 'misbehaved' && /text rate/.test(e.reason)));
+    assert.equal(a.node.unstable()[0].ip, b.ip);
+    assert.equal(a.node.isBanned(b.ip), true);
+  });
+
+  it('a node listening on all addresses learns its own from what its peers see', async () => {
+    const { sched, make } = world();
+    const a = make(1, { ip: '127.0.0.1', autoIp: true });
+    const b = make(2);
+    const c = make(3);
+    await a.node.connect(b.addr);
+    await a.node.connect(c.addr);
+    await sched.run(sched.now() + 1000);
+    assert.equal(a.node.self, '10.0.0.1:16127');
+  });
+
+  it('keeps the node key across starts (0600)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'h17-key-'));
+    try {
+      const f = path.join(dir, 'peers', 'node-key.pem');
+      const k1 = loadOrCreateKeys(f);
+      const k2 = loadOrCreateKeys(f);
+      assert.equal(k1.publicKey, k2.publicKey);
+      assert.equal(fs.statSync(f).mode & 0o777, 0o600);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
