@@ -4,6 +4,8 @@
  * `redact`: the key and the GUI password hash never leave the node.
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
 import { ApiError } from '../../core/plugin-api.ts';
 import { apiKeyOf } from './home.ts';
 
@@ -54,13 +56,24 @@ export class SyncthingClient {
       body = JSON.stringify(opts.body);
       headers['content-type'] = 'application/json';
     }
-    let res: Response;
+    let res: { status: number; text: string };
     try {
-      res = await fetch(u, { method, headers, body, signal: AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs), redirect: 'manual' });
+      // A refused connection never reached Syncthing, so any method may be sent again: its API listener is
+      // down for a moment after each GUI change (up to 2 s; pings are not retried, they measure).
+      const retryUntil = path === '/rest/system/ping' ? 0 : Date.now() + 2000;
+      for (;;) {
+        try {
+          res = await send(u, method, headers, body, opts.timeoutMs ?? this.timeoutMs);
+          break;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'ECONNREFUSED' || Date.now() > retryUntil) throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
     } catch (e) {
-      throw new ApiError(503, 'FileSyncUnavailable', `Syncthing is not running properly (${(e as Error).name === 'TimeoutError' ? 'no answer in time' : 'not reachable'})`);
+      throw new ApiError(503, 'FileSyncUnavailable', `Syncthing is not running properly (${(e as Error).message === 'timeout' ? 'no answer in time' : 'not reachable'})`);
     }
-    const text = await res.text();
+    const text = res.text;
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
@@ -68,7 +81,7 @@ export class SyncthingClient {
       json = undefined;
     }
     if (res.status >= 400) {
-      const msg = redactText(text.trim() || res.statusText, key).slice(0, 500);
+      const msg = redactText(text.trim(), key).slice(0, 500);
       throw new ApiError(res.status, 'FileSyncError', msg || `Syncthing answered ${res.status}`);
     }
     return { status: res.status, text, json };
@@ -111,4 +124,29 @@ export function redact(v: unknown, key: string | null): unknown {
 
 function redactText(s: string, key: string | null): string {
   return key ? s.split(key).join('[redacted]') : s;
+}
+
+/**
+ * One request on a connection of its own (no keep-alive pool): Syncthing restarts its API listener when
+ * the GUI config changes, and a pooled socket it closed then failed the next call.
+ */
+function send(u: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const mod = u.protocol === 'https:' ? https : http;
+    const req = mod.request(u, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        // Answers the routes pass on are small; a runaway answer is cut rather than held.
+        if (size > 16 * 1024 * 1024) return void req.destroy(new Error('answer too large'));
+        chunks.push(c);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.setTimeout(timeoutMs, () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
 }

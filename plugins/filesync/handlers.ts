@@ -10,6 +10,8 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface HandlerDeps {
   client: () => SyncthingClient;
+  /** Throws when the node supervises Syncthing and it is not running. */
+  ready: () => void;
   promoted: (appname?: string) => Promise<unknown>;
 }
 
@@ -22,6 +24,14 @@ export function makeHandlers(d: HandlerDeps) {
     if (a.json !== undefined) return c.redact(a.json);
     return a.text.trim() ? c.redact(a.text.trim()) : done;
   };
+  /** Syncthing answering an authenticated ping with pong, or the reason it does not. */
+  const alive = async () => {
+    d.ready();
+    const c = st();
+    const a = await c.call('GET', '/rest/system/ping');
+    if ((a.json as { ping?: string } | undefined)?.ping !== 'pong') throw new ApiError(503, 'FileSyncUnavailable', 'Syncthing is not running properly');
+    return c;
+  };
   const method = (v: unknown, dflt: Method): Method => (typeof v === 'string' ? (v.toUpperCase() as Method) : dflt);
   const needConfig = (v: Record<string, any>) => {
     if (!v.config || typeof v.config !== 'object') throw new ApiError(400, 'ValidationError', 'config is required');
@@ -29,11 +39,7 @@ export function makeHandlers(d: HandlerDeps) {
   };
 
   return {
-    deviceid: async () => {
-      const c = st();
-      if (!(await c.ping())) throw new ApiError(503, 'FileSyncUnavailable', 'Syncthing is not running properly');
-      return c.deviceId();
-    },
+    deviceid: async () => (await alive()).deviceId(),
     meta: async () => {
       const c = st();
       const a = await c.call('GET', '/meta.js');
@@ -41,7 +47,7 @@ export function makeHandlers(d: HandlerDeps) {
     },
     health: async () => {
       // Syncthing 1.19 has no /rest/noauth/health: an authenticated ping answering pong is its health.
-      if (!(await st().ping())) throw new ApiError(503, 'FileSyncUnavailable', 'Syncthing is not running properly');
+      await alive();
       return { status: 'OK' };
     },
     configFolders: async ({ values: v }: HandlerInput) => {
@@ -60,7 +66,14 @@ export function makeHandlers(d: HandlerDeps) {
       const path = id && m !== 'POST' ? `/rest/config/folders/${id}` : '/rest/config/folders';
       return answer(m, path, { body: config }, 'Folder configuration applied');
     },
-    configGui: async ({ values: v }: HandlerInput) => answer(method(v.method, 'PUT'), '/rest/config/gui', { body: needConfig(v) }, 'GUI configuration applied'),
+    configGui: async ({ values: v }: HandlerInput) => {
+      const out = await answer(method(v.method, 'PUT'), '/rest/config/gui', { body: needConfig(v) }, 'GUI configuration applied');
+      // Syncthing restarts its API listener after a GUI change: answer once it serves again (new key
+      // included), so the caller's next call does not meet a closed port.
+      const end = Date.now() + 10_000;
+      while (Date.now() < end && !(await st().ping())) await new Promise((r) => setTimeout(r, 100));
+      return out;
+    },
     configLdap: async ({ values: v }: HandlerInput) => answer(method(v.method, 'PUT'), '/rest/config/ldap', { body: needConfig(v) }, 'LDAP configuration applied'),
     dbIgnores: async ({ values: v, query }: HandlerInput) => {
       // The spec names `folder` a query parameter (the reference read it from the body).

@@ -126,6 +126,9 @@ export default definePlugin({
 
     const handlers = makeHandlers({
       client: () => client,
+      ready: () => {
+        if (supervisor && !supervisor.running) throw new ApiError(503, 'FileSyncUnavailable', 'Syncthing is not running properly');
+      },
       promoted: async (appname) => {
         if (!ctx.apps()) throw new ApiError(503, 'AppsUnavailable', 'The apps plugin is not running on this node');
         return follower.promoted(appname);
