@@ -176,16 +176,22 @@ export class Follower {
     const { listed, reached } = await this.others(app.name, peers);
     for (const o of reached) await this.ensureDevice(o);
 
-    if (!state.acquired) {
+    const peerReports = listed > 0 ? await this.peerReports(app.name, folder, reached) : [];
+    if (!state.acquired && (mode === 'r' || this.roles.get(folder)?.role !== 'primary')) {
       if (listed === 0) await this.setAcquired(folder, 'the only node of the app: its data is the origin');
-      else if (existing && (await this.holdsWhatPeersHold(folder, app.name, reached))) await this.setAcquired(folder, 'holds what its peers hold');
+      else if (existing && (await this.holdsWhatPeersHold(folder, peerReports))) await this.setAcquired(folder, 'holds what its peers hold');
+      else if (mode === 'r' && existing && peerReports.length === listed && !peerReports.some((r) => r.acquired)) {
+        // No node holds the data yet (installed on several nodes at once): the best copy is the origin.
+        const best = [await this.report(app, c, folder, false), ...peerReports].filter((r) => r.mounted).sort(rank)[0];
+        if (best?.node === this.nodeKey) await this.setAcquired(folder, 'origin: no node of the app held the data yet');
+      }
     }
     const acquired = (await this.d.store.findOne({ folder }))!.acquired;
 
     let type: string;
     if (mode === 'r') type = acquired ? 'sendreceive' : 'receiveonly';
     else {
-      const role = await this.decide(app, c, folder, acquired, reached, listed);
+      const role = await this.decide(app, c, folder, acquired, peerReports, listed);
       type = role === 'primary' ? 'sendreceive' : 'receiveonly';
       if (role !== 'primary' && c.desired === 'running') await this.d.apps()!.stopComponent(app.name, c.name);
       if (role === 'primary') {
@@ -199,7 +205,7 @@ export class Follower {
   }
 
   /** The role of this node for a `g:` folder this round. */
-  private async decide(app: InstalledAppView, c: AppComponentView, folder: string, acquired: boolean, reached: Other[], listed: number): Promise<'primary' | 'standby' | 'undecided'> {
+  private async decide(app: InstalledAppView, c: AppComponentView, folder: string, acquired: boolean, peerReports: FolderReport[], listed: number): Promise<'primary' | 'standby' | 'undecided'> {
     const mine = this.roles.get(folder);
     if (mine?.role === 'primary') return 'primary';
     const h = this.heard.get(folder);
@@ -210,15 +216,8 @@ export class Follower {
     }
     // After a start, listen for a primary a while before electing (it may be running elsewhere).
     if (listed > 0 && Date.now() - this.startedAt < this.d.primaryTimeoutMs) return mine?.role ?? 'undecided';
-    const reports: FolderReport[] = [await this.report(app, c, folder, acquired)];
-    for (const o of reached) {
-      try {
-        const r = (await this.d.link.promoted(o.address, app.name)).find((x) => x.folder === folder);
-        if (r) reports.push({ ...r, node: o.node });
-      } catch {
-        /* an unreachable node is not a candidate */
-      }
-    }
+    // An unreachable node is not a candidate; a node without the volume mounted neither.
+    const reports: FolderReport[] = [await this.report(app, c, folder, acquired), ...peerReports];
     const eligible = reports.filter((r) => r.mounted).sort(rank);
     if (eligible[0]?.node === this.nodeKey) {
       this.roles.set(folder, { role: 'primary', since: Date.now() });
@@ -230,22 +229,30 @@ export class Follower {
     return mine?.role ?? 'undecided';
   }
 
-  private async holdsWhatPeersHold(folder: string, app: string, reached: Other[]): Promise<boolean> {
+  /** What the reached nodes say their copy of this folder holds (the node key is ours for them, not theirs). */
+  private async peerReports(app: string, folder: string, reached: Other[]): Promise<FolderReport[]> {
+    const out: FolderReport[] = [];
+    await Promise.all(
+      reached.map(async (o) => {
+        try {
+          const r = (await this.d.link.promoted(o.address, app)).find((x) => x.folder === folder);
+          if (r) out.push({ ...r, node: o.node });
+        } catch {
+          /* no word from that node this round */
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** Synced only on evidence: idle, nothing to pull, and at least what an acquired, mounted peer holds. */
+  private async holdsWhatPeersHold(folder: string, reports: FolderReport[]): Promise<boolean> {
+    const holders = reports.filter((r) => r.mounted && r.acquired && r.state !== 'none');
+    if (!holders.length) return false;
     const st = await this.status(folder);
     if (!st || st.state !== 'idle' || st.needTotalItems > 0) return false;
-    let evidence = false;
-    let most = 0;
-    for (const o of reached) {
-      try {
-        const r = (await this.d.link.promoted(o.address, app)).find((x) => x.folder === folder);
-        if (!r || !r.mounted || !r.acquired) continue;
-        evidence = true;
-        most = Math.max(most, r.localItems);
-      } catch {
-        /* no word from that peer */
-      }
-    }
-    return evidence && st.globalTotalItems >= most && st.localTotalItems >= most;
+    const most = Math.max(...holders.map((r) => r.localItems));
+    return st.globalTotalItems >= most && st.localTotalItems >= most;
   }
 
   private async setAcquired(folder: string, why: string) {
@@ -257,8 +264,9 @@ export class Follower {
   async report(app: InstalledAppView, c: AppComponentView, folder: string, acquired?: boolean): Promise<FolderReport> {
     const mode = syncMode(c.containerData) as 'r' | 'g';
     acquired ??= !!(await this.d.store.findOne({ folder }))?.acquired;
-    const cfg = c.mounted ? await this.folderConfig(folder).catch(() => null) : null;
-    const st = cfg && !cfg.paused ? await this.status(folder).catch(() => null) : null;
+    const cfg = await this.folderConfig(folder).catch(() => null);
+    // Counts only from a mounted, running folder: an unmounted volume's folder holds nothing to elect.
+    const st = c.mounted && cfg && !cfg.paused ? await this.status(folder).catch(() => null) : null;
     const role = mode === 'r' ? 'replica' : (this.roles.get(folder)?.role ?? 'undecided');
     return {
       app: app.name,
