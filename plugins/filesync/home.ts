@@ -17,6 +17,8 @@ export interface HomeOptions {
   listenAddress: string;
   globalDiscovery: boolean;
   relays: boolean;
+  /** How often Syncthing dials a configured device it is not connected to (its own default: 60 s). */
+  reconnectSeconds: number;
 }
 
 export async function prepareHome(o: HomeOptions): Promise<void> {
@@ -32,6 +34,7 @@ export async function prepareHome(o: HomeOptions): Promise<void> {
   xml = setElement(xml, 'localAnnounceEnabled', 'false');
   xml = setElement(xml, 'relaysEnabled', String(o.relays));
   xml = setElement(xml, 'natEnabled', String(o.globalDiscovery || o.relays));
+  xml = setElement(xml, 'reconnectionIntervalS', String(o.reconnectSeconds));
   xml = setElement(xml, 'startBrowser', 'false');
   xml = setElement(xml, 'urAccepted', '-1');
   xml = setElement(xml, 'autoUpgradeIntervalH', '0');

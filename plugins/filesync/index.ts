@@ -23,6 +23,7 @@ export interface FilesyncConfig {
   peerPort: number;
   globalDiscovery: boolean;
   relays: boolean;
+  reconnectSeconds: number;
   url: string;
   configDir: string;
   timeoutMs: number;
@@ -53,6 +54,7 @@ export default definePlugin({
       peerPort: { type: 'integer', minimum: 0, maximum: 65535, default: 0 },
       globalDiscovery: { type: 'boolean', default: true },
       relays: { type: 'boolean', default: true },
+      reconnectSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
       url: { type: 'string', pattern: '^https?://', default: 'http://127.0.0.1:8384' },
       configDir: { type: 'string', default: '' },
       timeoutMs: { type: 'integer', minimum: 100, default: 5000 },
@@ -90,7 +92,7 @@ export default definePlugin({
       const peerPort = cfg.peerPort || ctx.node.apiPort + 2;
       const host = cfg.listenHost.includes(':') ? `[${cfg.listenHost}]` : cfg.listenHost;
       supervisor = new Supervisor(
-        { binary: cfg.binary, home, guiPort: cfg.guiPort, listenAddress: `tcp://${host}:${peerPort}`, globalDiscovery: cfg.globalDiscovery, relays: cfg.relays },
+        { binary: cfg.binary, home, guiPort: cfg.guiPort, listenAddress: `tcp://${host}:${peerPort}`, globalDiscovery: cfg.globalDiscovery, relays: cfg.relays, reconnectSeconds: cfg.reconnectSeconds },
         ctx.log,
       );
       void supervisor.start();

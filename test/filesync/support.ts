@@ -75,7 +75,7 @@ export async function startFsNode(o: FsNodeOptions): Promise<FsNode> {
       initial: { legacyid: wallets.admin.legacyid },
       coreTeam: [wallets.coreTeam.legacyid],
       node: { softwareDir: path.join(dataDir, 'no-software'), restartCommand: ['true'], ui: { buildCommand: ['false'] }, daemon: { updateCommand: ['false'] }, benchmark: { startCommand: ['false'], updateCommand: ['false'] } },
-      filesync: { mode: 'supervise', guiPort: guiPort(o.n), listenHost: '127.0.0.1', globalDiscovery: false, relays: false, follow: { intervalMs: 300 }, ...o.filesync },
+      filesync: { mode: 'supervise', guiPort: guiPort(o.n), listenHost: '127.0.0.1', globalDiscovery: false, relays: false, reconnectSeconds: 2, follow: { intervalMs: 300 }, ...o.filesync },
       ...(o.peers ? { 'static-peer-network-double': { network: 'filesync-test', ...o.peers } } : {}),
       ...(o.apps ? { 'apps-service-double': o.apps } : {}),
     },
@@ -123,9 +123,9 @@ export async function until<T>(what: string, fn: () => Promise<T> | T, timeoutMs
 }
 
 /** Mount a tmpfs as a component's volume (the apps double counts it mounted) with its `appdata` folder. */
-export function mountVolume(mountpoint: string): void {
+export function mountVolume(mountpoint: string, size = '64m'): void {
   fs.mkdirSync(mountpoint, { recursive: true });
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mountpoint]);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', mountpoint]);
   fs.mkdirSync(path.join(mountpoint, 'appdata'));
 }
 
