@@ -51,9 +51,15 @@ export class Supervisor {
     child.stderr!.on('data', (b: Buffer) => (tail = (tail + b.toString()).slice(-2000)));
     child.on('error', (e) => {
       this.lastError = `${this.o.binary}: ${e.message}`;
+      // A binary that could not be spawned (missing, not executable) may never emit 'close': try again later.
+      if (child.pid === undefined && this.child === child) {
+        this.child = null;
+        this.again();
+      }
     });
     const startedAt = Date.now();
     child.on('close', (code, signal) => {
+      if (child.pid === undefined) return;
       if (this.child === child) this.child = null;
       if (this.stopping) return;
       if (!this.lastError || code !== null) this.lastError = `Syncthing exited (${signal ?? code})${tail ? `: ${tail.trim().split('\n').pop()}` : ''}`;

@@ -26,6 +26,7 @@ describe('filesync: r: and g: app data across three nodes', function () {
   this.timeout(180_000);
   const roots = [tmp('apps-a'), tmp('apps-b'), tmp('apps-c')];
   const nodes: (FsNode | null)[] = [];
+  const dataDirs: string[] = [];
   const appdata = (i: number, container: string) => path.join(roots[i], container, 'appdata');
   const state = async (i: number) => ok(await nodes[i]!.get('/appsdouble/state'));
   const promoted = async (i: number, app: string) => ok(await nodes[i]!.post('/apps/promotedfolders', { appname: app }));
@@ -43,13 +44,15 @@ describe('filesync: r: and g: app data across three nodes', function () {
       mountVolume(path.join(roots[i], 'coredb_gapp'));
     }
     const apps = [[RAPP, GAPP], [RAPP, GAPP], [GAPP]];
-    for (let i = 0; i < 3; i++)
+    for (let i = 0; i < 3; i++) {
       nodes.push(await startFsNode({ n: N[i], login: false, peers: { nodeKey: KEYS[i], locations: LOCATIONS }, apps: { root: roots[i], apps: apps[i] } }));
+      dataDirs.push(nodes[i]!.dataDir);
+    }
   });
   after(async () => {
     for (const n of nodes) await n?.close();
     for (const r of roots) unmountUnder(r);
-    for (const n of nodes) if (n) fs.rmSync(n.dataDir, { recursive: true, force: true });
+    for (const d of dataDirs) fs.rmSync(d, { recursive: true, force: true });
     for (const r of roots) fs.rmSync(r, { recursive: true, force: true });
   });
 
@@ -105,6 +108,16 @@ describe('filesync: r: and g: app data across three nodes', function () {
     assert.equal((await state(1)).coredb_gapp, 'stopped', 'B, unmounted, stays stopped');
     // A's own copy is untouched by the failover.
     assert.ok(has(0, 'coredb_gapp', 'db.bin', 'rows 1-100'));
+  });
+
+  it('g: the old primary back is a standby: its container stopped, it receives what the new primary wrote', async () => {
+    fs.writeFileSync(path.join(appdata(2, 'coredb_gapp'), 'db3.bin'), 'rows 201-300 on C');
+    nodes[0] = await startFsNode({ n: N[0], dataDir: dataDirs[0], login: false, peers: { nodeKey: KEYS[0], locations: LOCATIONS }, apps: { root: roots[0], apps: [RAPP, GAPP] } });
+    await until('A standby with the new data', async () => (await state(0)).coredb_gapp === 'stopped' && has(0, 'coredb_gapp', 'db3.bin', 'rows 201-300 on C'), 60_000);
+    const [a] = await promoted(0, 'gapp');
+    assert.deepEqual([a.role, a.type], ['standby', 'receiveonly']);
+    assert.equal((await state(2)).coredb_gapp, 'running', 'C still the one running');
+    assert.ok(has(2, 'coredb_gapp', 'db.bin', 'rows 1-100'), 'nothing of C was lost');
   });
 
   it('POST /apps/promotedfolders: public; every synced folder of the app, or of all apps; bad names refused', async () => {

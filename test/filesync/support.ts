@@ -54,13 +54,15 @@ export interface FsNodeOptions {
   peers?: { nodeKey: string; locations: Record<string, { ip: string; node: string }[]> };
   apps?: { root: string; apps: unknown[] };
   login?: boolean;
+  /** A data folder to reuse (a node started again keeps its Syncthing home and its stores). */
+  dataDir?: string;
 }
 
 export const apiPort = (n: number) => 26000 + 20 * n;
 export const guiPort = (n: number) => apiPort(n) + 1;
 
 export async function startFsNode(o: FsNodeOptions): Promise<FsNode> {
-  const dataDir = tmp(`node${o.n}`);
+  const dataDir = o.dataDir ?? tmp(`node${o.n}`);
   const plugins = pluginsDir();
   const manifests = manifestsDir(!!(o.peers || o.apps));
   const port = apiPort(o.n);
