@@ -169,7 +169,11 @@ export class Follower {
     if (!c.mounted) {
       // Never share the folder of an unmounted volume: what is there is the empty mount point.
       if (existing && (!existing.paused || existing.type !== 'receiveonly')) await this.putFolder({ ...existing, paused: true, type: 'receiveonly' });
-      if (mode === 'g' && this.roles.get(folder)?.role === 'primary') this.roles.set(folder, { role: 'standby', since: 0 });
+      if (mode === 'g') {
+        // A g: instance without its data cannot be the one that runs.
+        if (this.roles.get(folder)?.role === 'primary') this.roles.set(folder, { role: 'standby', since: 0 });
+        if (c.desired === 'running') await this.d.apps()!.stopComponent(app.name, c.name);
+      }
       return;
     }
     const state = (await this.d.store.findOne({ folder })) ?? (await this.d.store.insert({ folder, app: app.name, acquired: false }));
