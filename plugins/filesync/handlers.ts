@@ -10,6 +10,8 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface HandlerDeps {
   client: () => SyncthingClient;
+  /** Whether the node supervises Syncthing (it then decides the GUI address). */
+  supervised: boolean;
   /** Throws when the node supervises Syncthing and it is not running. */
   ready: () => void;
   promoted: (appname?: string) => Promise<unknown>;
@@ -67,6 +69,10 @@ export function makeHandlers(d: HandlerDeps) {
       return answer(m, path, { body: config }, 'Folder configuration applied');
     },
     configGui: async ({ values: v }: HandlerInput) => {
+      // The node's own Syncthing keeps its API on 127.0.0.1 where the node reaches it (filesync.guiPort):
+      // an address set here would expose it or cut the node off until the next start.
+      if (d.supervised && v.config && typeof v.config === 'object' && 'address' in v.config)
+        throw new ApiError(400, 'ValidationError', 'The GUI address of the Syncthing this node supervises is set by the node (filesync.guiPort)');
       const out = await answer(method(v.method, 'PUT'), '/rest/config/gui', { body: needConfig(v) }, 'GUI configuration applied');
       // Syncthing restarts its API listener after a GUI change: answer once it serves again (new key
       // included), so the caller's next call does not meet a closed port.

@@ -128,6 +128,7 @@ export default definePlugin({
 
     const handlers = makeHandlers({
       client: () => client,
+      supervised,
       ready: () => {
         if (supervisor && !supervisor.running) throw new ApiError(503, 'FileSyncUnavailable', 'Syncthing is not running properly');
       },

@@ -44,6 +44,11 @@ describe('filesync: routes over a supervised Syncthing', function () {
     assert.match(ok(await get('/filesync/meta')), new RegExp(id));
     assert.deepEqual(ok(await get('/filesync/health')), { status: 'OK' });
     assert.equal((await node.request('GET', '/filesync/deviceid?x=1')).status, 400);
+    // Public: every caller gets the same answers.
+    for (const who of ['user', 'coreTeam', 'admin'] as const)
+      for (const p of ['/filesync/deviceid', '/filesync/meta', '/filesync/health']) assert.equal(seen(await node.get(p, node.headers[who])).json.status, 'success', `${who} on ${p}`);
+    // promotedfolders is public too; this node runs no apps plugin, which it says.
+    assert.equal(err(await post('/apps/promotedfolders', {}, null)).name, 'AppsUnavailable');
   });
 
   const folderPath = () => path.join(node.dataDir, 'shared-folder');
@@ -97,6 +102,7 @@ describe('filesync: routes over a supervised Syncthing', function () {
     assert.equal(err(await post('/filesync/config/gui', { method: 'patch' })).message, 'config is required');
     ok(await post('/filesync/config/ldap', { method: 'patch', config: { address: 'ldap.example:389' } }));
     assert.match(err(await post('/filesync/config/ldap', { method: 'post', config: {} })).message, /method must be one of/);
+    assert.match(err(await post('/filesync/config/gui', { method: 'patch', config: { address: '0.0.0.0:8384' } })).message, /set by the node/);
     // A password set through the route is stored hashed by Syncthing and never answered.
     ok(await post('/filesync/config/gui', { method: 'patch', config: { user: 'op', password: 'secret-password' } }));
     const hash = /<password>([^<]+)<\/password>/.exec(fs.readFileSync(path.join(node.home, 'config.xml'), 'utf8'))?.[1];
