@@ -200,6 +200,17 @@ describe('filesync: the fitness check', function () {
     }
   });
 
+  it('a node just started, its Syncthing still starting, issues login phrases', async () => {
+    const node = await startFsNode({ n: 6, login: false });
+    try {
+      for (let i = 0; i < 3; i++) assert.match(ok(await node.get('/id/loginphrase')), /^\d{13}/);
+      await until('Syncthing answers', async () => (await node.get('/filesync/health')).json.status === 'success');
+    } finally {
+      await node.close();
+      fs.rmSync(node.dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('a node that talks to an existing Syncthing it cannot reach reports it and still issues phrases', async () => {
     const node = await startFsNode({ n: 2, filesync: { mode: 'external', url: 'http://127.0.0.1:26041', configDir: '/tmp/h18-none' }, login: false });
     try {
