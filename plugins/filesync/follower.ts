@@ -41,10 +41,11 @@ export interface FolderReport {
   sequence: number;
 }
 
-interface FolderState {
+export interface FolderState {
   _id?: string;
   folder: string;
   app: string;
+  mode?: 'r' | 'g';
   acquired: boolean;
 }
 
@@ -84,6 +85,9 @@ export class Follower {
   }
 
   start(): void {
+    // The first round at once: after a restart, g: folders are receive-only and their containers stopped
+    // until this node is elected again (the apps plugin may have started them at boot).
+    void this.run();
     const loop = () => {
       this.timer = setTimeout(async () => {
         await this.run();
@@ -176,7 +180,7 @@ export class Follower {
       }
       return;
     }
-    const state = (await this.d.store.findOne({ folder })) ?? (await this.d.store.insert({ folder, app: app.name, acquired: false }));
+    const state = (await this.d.store.findOne({ folder })) ?? (await this.d.store.insert({ folder, app: app.name, mode, acquired: false }));
     const { listed, reached } = await this.others(app.name, peers);
     for (const o of reached) await this.ensureDevice(o);
 

@@ -19,6 +19,8 @@ export interface HomeOptions {
   relays: boolean;
   /** How often Syncthing dials a configured device it is not connected to (its own default: 60 s). */
   reconnectSeconds: number;
+  /** Folders to start receive-only (`g:` folders: this node is no primary until it is elected again). */
+  receiveOnly?: () => Promise<string[]>;
 }
 
 export async function prepareHome(o: HomeOptions): Promise<void> {
@@ -39,6 +41,10 @@ export async function prepareHome(o: HomeOptions): Promise<void> {
   xml = setElement(xml, 'urAccepted', '-1');
   xml = setElement(xml, 'autoUpgradeIntervalH', '0');
   xml = setElement(xml, 'crashReportingEnabled', 'false');
+  for (const id of (await o.receiveOnly?.()) ?? []) {
+    const esc = id.replace(/[^a-zA-Z0-9_-]/g, '');
+    xml = xml.replace(new RegExp(`(<folder id="${esc}"[^>]*\\btype=")sendreceive(")`), '$1receiveonly$2');
+  }
   xml = xml.replace(/(<gui\b[^>]*>\s*<address>)[^<]*(<\/address>)/, `$1127.0.0.1:${o.guiPort}$2`);
   const tmp = `${file}.corenode-tmp`;
   await fs.promises.writeFile(tmp, xml, { mode: 0o600 });

@@ -9,7 +9,7 @@ import { ApiError, configSchema, coreServices, definePlugin, optional, type Coll
 import { appsService } from '../apps/api.ts';
 import { peerNetwork } from '../peers/api.ts';
 import { SyncthingClient } from './client.ts';
-import { Follower } from './follower.ts';
+import { Follower, type FolderState } from './follower.ts';
 import { makeHandlers } from './handlers.ts';
 import { peerLink } from './peers.ts';
 import { Supervisor } from './supervisor.ts';
@@ -87,12 +87,16 @@ export default definePlugin({
     const configDir = supervised ? home : cfg.configDir ? path.resolve(cfg.configDir) : path.join(os.homedir(), '.config', 'syncthing');
     const client = new SyncthingClient(supervised ? `http://127.0.0.1:${cfg.guiPort}` : cfg.url, path.join(configDir, 'config.xml'), cfg.timeoutMs);
 
+    const folders = ctx.store('folders') as Collection<FolderState>;
     let supervisor: Supervisor | null = null;
     if (supervised) {
       const peerPort = cfg.peerPort || ctx.node.apiPort + 2;
       const host = cfg.listenHost.includes(':') ? `[${cfg.listenHost}]` : cfg.listenHost;
+      // g: folders start receive-only: a node back from a stop is no primary until elected again, and its
+      // Syncthing must not send what its container may write before the first round stops it.
+      const receiveOnly = async () => (await folders.find({ mode: 'g' })).map((f) => f.folder);
       supervisor = new Supervisor(
-        { binary: cfg.binary, home, guiPort: cfg.guiPort, listenAddress: `tcp://${host}:${peerPort}`, globalDiscovery: cfg.globalDiscovery, relays: cfg.relays, reconnectSeconds: cfg.reconnectSeconds },
+        { binary: cfg.binary, home, guiPort: cfg.guiPort, listenAddress: `tcp://${host}:${peerPort}`, globalDiscovery: cfg.globalDiscovery, relays: cfg.relays, reconnectSeconds: cfg.reconnectSeconds, receiveOnly },
         ctx.log,
       );
       void supervisor.start();
@@ -126,7 +130,7 @@ export default definePlugin({
       apps: () => ctx.apps(),
       peers: () => ctx.peers(),
       link,
-      store: ctx.store('folders') as Collection<any>,
+      store: folders,
       log: ctx.log,
       intervalMs: cfg.follow.intervalMs,
       primaryTimeoutMs: cfg.follow.primaryTimeoutMs || cfg.follow.intervalMs * 3,
