@@ -21,6 +21,7 @@ import type { AppComponentView, AppsService, InstalledAppView } from '../apps/ap
 import type { PeerNetwork } from '../peers/api.ts';
 import type { SyncthingClient } from './client.ts';
 import { syncMode, type SyncMode } from './container-data.ts';
+import { isFolderId } from './ids.ts';
 import type { PeerLink } from './peers.ts';
 
 export interface FolderReport {
@@ -118,10 +119,6 @@ export class Follower {
       const f = m.payload?.folder;
       if (typeof f !== 'string' || typeof m.payload.since !== 'number') return;
       this.heard.set(f, { node: m.origin, since: m.payload.since, at: Date.now() });
-      const mine = this.roles.get(f);
-      // Two primaries (elected at once, or one back from a partition): the earlier election stays.
-      if (mine?.role === 'primary' && (m.payload.since < mine.since || (m.payload.since === mine.since && m.origin < this.nodeKey)))
-        this.roles.set(f, { role: 'standby', since: 0 });
     });
   }
 
@@ -153,8 +150,8 @@ export class Follower {
     }
   }
 
-  private async others(app: string, peers: PeerNetwork | undefined): Promise<{ listed: number; reached: Other[] }> {
-    if (!peers) return { listed: 0, reached: [] };
+  private async others(app: string, peers: PeerNetwork | undefined): Promise<{ listed: number; nodes: Set<string>; reached: Other[] }> {
+    if (!peers) return { listed: 0, nodes: new Set(), reached: [] };
     const locs = (await peers.locations(app)).filter((l) => l.node !== peers.nodeKey);
     const reached: Other[] = [];
     for (const l of locs) {
@@ -164,11 +161,12 @@ export class Follower {
         this.d.log.debug({ app, peer: l.ip, err: (e as Error).message }, 'filesync: peer device id not reached');
       }
     }
-    return { listed: locs.length, reached };
+    return { listed: locs.length, nodes: new Set(locs.map((l) => l.node)), reached };
   }
 
   private async follow(app: InstalledAppView, c: AppComponentView, mode: 'r' | 'g', peers: PeerNetwork | undefined): Promise<void> {
     const folder = c.container;
+    if (!isFolderId(folder)) throw new Error(`container name ${folder} is not a usable folder id`);
     const existing = await this.folderConfig(folder);
     if (!c.mounted) {
       // Never share the folder of an unmounted volume: what is there is the empty mount point.
@@ -181,7 +179,7 @@ export class Follower {
       return;
     }
     const state = (await this.d.store.findOne({ folder })) ?? (await this.d.store.insert({ folder, app: app.name, mode, acquired: false }));
-    const { listed, reached } = await this.others(app.name, peers);
+    const { listed, nodes, reached } = await this.others(app.name, peers);
     for (const o of reached) await this.ensureDevice(o);
 
     const peerReports = listed > 0 ? await this.peerReports(app.name, folder, reached) : [];
@@ -199,7 +197,7 @@ export class Follower {
     let type: string;
     if (mode === 'r') type = acquired ? 'sendreceive' : 'receiveonly';
     else {
-      const role = await this.decide(app, c, folder, acquired, peerReports, listed);
+      const role = await this.decide(app, c, folder, acquired, peerReports, listed, nodes);
       type = role === 'primary' ? 'sendreceive' : 'receiveonly';
       if (role !== 'primary' && c.desired === 'running') await this.d.apps()!.stopComponent(app.name, c.name);
       if (role === 'primary') {
@@ -213,11 +211,16 @@ export class Follower {
   }
 
   /** The role of this node for a `g:` folder this round. */
-  private async decide(app: InstalledAppView, c: AppComponentView, folder: string, acquired: boolean, peerReports: FolderReport[], listed: number): Promise<'primary' | 'standby' | 'undecided'> {
+  private async decide(app: InstalledAppView, c: AppComponentView, folder: string, acquired: boolean, peerReports: FolderReport[], listed: number, nodes: Set<string>): Promise<'primary' | 'standby' | 'undecided'> {
     const mine = this.roles.get(folder);
-    if (mine?.role === 'primary') return 'primary';
     const h = this.heard.get(folder);
-    const alive = h && Date.now() - h.at < this.d.primaryTimeoutMs && h.node !== this.nodeKey;
+    // Only a node the peer network lists for the app may be its primary (a claim from elsewhere is ignored).
+    const alive = h && Date.now() - h.at < this.d.primaryTimeoutMs && nodes.has(h.node);
+    if (mine?.role === 'primary') {
+      // Two primaries (elected at once, or one back from a partition): the earlier election stays.
+      if (!alive || h.since > mine.since || (h.since === mine.since && h.node > this.nodeKey)) return 'primary';
+      this.d.log.warn({ app: app.name, folder, other: h.node }, 'filesync: another node was elected first; stepping down');
+    }
     if (alive) {
       this.roles.set(folder, { role: 'standby', since: 0 });
       return 'standby';
