@@ -46,7 +46,9 @@ export default definePlugin({
     type: 'object',
     additionalProperties: false,
     properties: {
-      mode: { enum: ['supervise', 'external'], default: 'supervise' },
+      // external by default: a node supervises Syncthing when its operator says so (a supervised Syncthing
+      // that cannot run refuses login phrases, which a node without Syncthing installed must not do).
+      mode: { enum: ['supervise', 'external'], default: 'external' },
       binary: { type: 'string', minLength: 1, default: 'syncthing' },
       home: { type: 'string', default: '' },
       guiPort: { type: 'integer', minimum: 1, maximum: 65535, default: 8384 },

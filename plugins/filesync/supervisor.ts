@@ -1,7 +1,6 @@
 /**
- * Runs the node's own Syncthing and keeps it running: `syncthing serve --no-restart` as a child process
- * (without `--no-restart` Syncthing forks a monitor of its own and the node would supervise the monitor, not
- * Syncthing); an exit is followed by a new start after a back-off (1 s doubling to 30 s; exit code 3, a
+ * Runs the node's own Syncthing and keeps it running: `syncthing serve --no-restart` as one child process
+ * (Syncthing's own monitor process is kept out, so the node supervises Syncthing itself); an exit is followed by a new start after a back-off (1 s doubling to 30 s; exit code 3, a
  * restart Syncthing asked for, at once). `stop()` sends SIGTERM and SIGKILL after 10 s.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,7 +42,9 @@ export class Supervisor {
     const child = spawn(
       this.o.binary,
       ['serve', `--home=${this.o.home}`, '--no-browser', '--no-restart', '--no-upgrade', '--skip-port-probing', `--gui-address=http://127.0.0.1:${this.o.guiPort}`, '--logflags=0'],
-      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, STNODEFAULTFOLDER: '1', STNOUPGRADE: '1', STNORESTART: '1' } },
+      // STMONITORED: Syncthing 1.19 forks a monitor process even with --no-restart unless told it is
+      // monitored already (measured: two `syncthing serve` processes without it, one with it).
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, STNODEFAULTFOLDER: '1', STNOUPGRADE: '1', STNORESTART: '1', STMONITORED: 'yes' } },
     );
     this.child = child;
     this.starts++;
