@@ -8,6 +8,7 @@ bash scripts/setup/ensure-toolchains.sh
 bash scripts/setup/ensure-docker.sh
 bash scripts/setup/ensure-nftables.sh
 bash scripts/setup/ensure-miniupnpd.sh
+bash scripts/setup/ensure-syncthing.sh
 npx --no-install tsc --noEmit -p .
 # With no arguments every test runs, in concurrent shards of areas (scripts/test-shards.mjs);
 # `npm test -- 'test/daemon/**/*.test.ts'` runs one area in one mocha process.

@@ -102,6 +102,9 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
       // default to the repository itself, `apt-get` and SIGTERM of this process (a test that walks every
       // route as the operator would reach them). Tests of those routes set their own.
       node: { ...SAFE_NODE, ...(opts.config?.node as object | undefined) },
+      // A test node never starts a Syncthing of its own on the default port 8384 (shards run at once): it
+      // talks to one that is not there unless its test configures the filesync plugin.
+      filesync: { mode: 'external', url: 'http://127.0.0.1:9', configDir: path.join(os.tmpdir(), 'corenode-test-no-syncthing'), follow: { enabled: false }, ...(opts.config?.filesync as object | undefined) },
     },
     'test config',
   );

@@ -1,0 +1,162 @@
+/**
+ * File synchronisation: the node's Syncthing, supervised here (own home under the data folder, GUI/API on
+ * 127.0.0.1) or an existing one (URL and config folder), behind the spec's /filesync routes; its fitness
+ * check on /core/health; and app data that follows the app (`r:` and `g:` folders, see follower.ts).
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { ApiError, configSchema, coreServices, definePlugin, optional, type Collection } from '../../core/plugin-api.ts';
+import { appsService } from '../apps/api.ts';
+import { peerNetwork } from '../peers/api.ts';
+import { SyncthingClient } from './client.ts';
+import { Follower, type FolderState } from './follower.ts';
+import { makeHandlers } from './handlers.ts';
+import { peerLink } from './peers.ts';
+import { Supervisor } from './supervisor.ts';
+
+export interface FilesyncConfig {
+  mode: 'supervise' | 'external';
+  binary: string;
+  home: string;
+  guiPort: number;
+  listenHost: string;
+  peerPort: number;
+  globalDiscovery: boolean;
+  relays: boolean;
+  reconnectSeconds: number;
+  url: string;
+  configDir: string;
+  timeoutMs: number;
+  follow: { enabled: boolean; intervalMs: number; primaryTimeoutMs: number };
+  peers: { scheme: 'http' | 'https'; defaultApiPort: number; timeoutMs: number };
+}
+
+export default definePlugin({
+  id: 'filesync',
+  version: '1.0.0',
+  deps: {
+    apps: optional(appsService),
+    peers: optional(peerNetwork),
+    node: coreServices.node,
+    health: coreServices.health,
+    store: coreServices.store,
+    log: coreServices.log,
+  },
+  configSchema: configSchema<FilesyncConfig>({
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      // external by default: a node supervises Syncthing when its operator says so (a supervised Syncthing
+      // that cannot run refuses login phrases, which a node without Syncthing installed must not do).
+      mode: { enum: ['supervise', 'external'], default: 'external' },
+      binary: { type: 'string', minLength: 1, default: 'syncthing' },
+      home: { type: 'string', default: '' },
+      guiPort: { type: 'integer', minimum: 1, maximum: 65535, default: 8384 },
+      listenHost: { type: 'string', minLength: 1, default: '0.0.0.0' },
+      peerPort: { type: 'integer', minimum: 0, maximum: 65535, default: 0 },
+      globalDiscovery: { type: 'boolean', default: true },
+      relays: { type: 'boolean', default: true },
+      reconnectSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 60 },
+      url: { type: 'string', pattern: '^https?://', default: 'http://127.0.0.1:8384' },
+      configDir: { type: 'string', default: '' },
+      timeoutMs: { type: 'integer', minimum: 100, default: 5000 },
+      follow: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          enabled: { type: 'boolean', default: true },
+          intervalMs: { type: 'integer', minimum: 50, default: 10_000 },
+          primaryTimeoutMs: { type: 'integer', minimum: 0, default: 0 },
+        },
+      },
+      peers: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          scheme: { enum: ['http', 'https'], default: 'http' },
+          defaultApiPort: { type: 'integer', minimum: 1, maximum: 65535, default: 16127 },
+          timeoutMs: { type: 'integer', minimum: 100, default: 3000 },
+        },
+      },
+    },
+  }),
+  async setup(ctx) {
+    const cfg = ctx.config;
+    const supervised = cfg.mode === 'supervise';
+    const home = cfg.home ? path.resolve(cfg.home) : path.resolve(ctx.node.dataDir, 'filesync', 'syncthing');
+    const configDir = supervised ? home : cfg.configDir ? path.resolve(cfg.configDir) : path.join(os.homedir(), '.config', 'syncthing');
+    const client = new SyncthingClient(supervised ? `http://127.0.0.1:${cfg.guiPort}` : cfg.url, path.join(configDir, 'config.xml'), cfg.timeoutMs);
+
+    const folders = ctx.store('folders') as Collection<FolderState>;
+    let supervisor: Supervisor | null = null;
+    if (supervised) {
+      const peerPort = cfg.peerPort || ctx.node.apiPort + 2;
+      const host = cfg.listenHost.includes(':') ? `[${cfg.listenHost}]` : cfg.listenHost;
+      // g: folders start receive-only: a node back from a stop is no primary until elected again, and its
+      // Syncthing must not send what its container may write before the first round stops it.
+      const receiveOnly = async () => (await folders.find({ mode: 'g' })).map((f) => f.folder);
+      supervisor = new Supervisor(
+        { binary: cfg.binary, home, guiPort: cfg.guiPort, listenAddress: `tcp://${host}:${peerPort}`, globalDiscovery: cfg.globalDiscovery, relays: cfg.relays, reconnectSeconds: cfg.reconnectSeconds, receiveOnly },
+        ctx.log,
+      );
+      void supervisor.start();
+    }
+
+    // Health: an authenticated ping answering pong. One failed measure is tolerated (a restart in progress),
+    // the next fails the check. Required (it refuses login phrases) only when this node supervises Syncthing.
+    // While the first Syncthing process the node started is running but not yet answering (its start takes
+    // 1-3 s, longer on a busy machine), up to a minute, the check passes: a node just started is not refused.
+    let failures = 0;
+    let everAnswered = false;
+    const bootUntil = Date.now() + 60_000;
+    const dropCheck = ctx.health.register(
+      'filesync',
+      async () => {
+        const ok = await client.ping();
+        failures = ok ? 0 : failures + 1;
+        everAnswered ||= ok;
+        if (ok) return { ok: true, message: `Syncthing answers at ${client.url}` };
+        if (supervisor && !everAnswered && supervisor.starts === 1 && supervisor.running && Date.now() < bootUntil)
+          return { ok: true, message: 'Syncthing is starting', detail: { supervised, failures } };
+        const why = supervised ? supervisor!.lastError || 'Syncthing does not answer' : `Syncthing at ${client.url} does not answer`;
+        return { ok: failures < 2, message: failures < 2 ? `one failed ping tolerated: ${why}` : why, detail: { supervised, failures } };
+      },
+      { required: supervised, timeoutMs: cfg.timeoutMs + 1000 },
+    );
+
+    const link = peerLink({ scheme: cfg.peers.scheme, defaultApiPort: cfg.peers.defaultApiPort, timeoutMs: cfg.peers.timeoutMs });
+    const follower = new Follower({
+      client,
+      apps: () => ctx.apps(),
+      peers: () => ctx.peers(),
+      link,
+      store: folders,
+      log: ctx.log,
+      intervalMs: cfg.follow.intervalMs,
+      primaryTimeoutMs: cfg.follow.primaryTimeoutMs || cfg.follow.intervalMs * 3,
+    });
+    if (cfg.follow.enabled) follower.start();
+
+    const handlers = makeHandlers({
+      client: () => client,
+      supervised,
+      ready: () => {
+        if (supervisor && !supervisor.running) throw new ApiError(503, 'FileSyncUnavailable', 'Syncthing is not running properly');
+      },
+      promoted: async (appname) => {
+        if (!ctx.apps()) throw new ApiError(503, 'AppsUnavailable', 'The apps plugin is not running on this node');
+        return follower.promoted(appname);
+      },
+    });
+    return {
+      handlers,
+      dispose: async () => {
+        dropCheck();
+        await follower.stop();
+        await supervisor?.stop();
+      },
+    };
+  },
+});

@@ -1,0 +1,92 @@
+/**
+ * Runs the node's own Syncthing and keeps it running: `syncthing serve --no-restart` as one child process
+ * (Syncthing's own monitor process is kept out, so the node supervises Syncthing itself); an exit is followed by a new start after a back-off (1 s doubling to 30 s; exit code 3, a
+ * restart Syncthing asked for, at once). `stop()` sends SIGTERM and SIGKILL after 10 s.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Log } from '../../core/plugin-api.ts';
+import { prepareHome, type HomeOptions } from './home.ts';
+
+export class Supervisor {
+  private child: ChildProcess | null = null;
+  private stopping = false;
+  private backoffMs = 1000;
+  private timer: NodeJS.Timeout | null = null;
+  /** Why the last start failed, for the fitness check's message. */
+  lastError = '';
+  starts = 0;
+
+  constructor(
+    private readonly o: HomeOptions,
+    private readonly log: Log,
+  ) {}
+
+  get running(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  get pid(): number | undefined {
+    return this.running ? this.child!.pid : undefined;
+  }
+
+  async start(): Promise<void> {
+    if (this.stopping || this.running) return;
+    try {
+      await prepareHome(this.o);
+    } catch (e) {
+      this.lastError = `preparing ${this.o.home}: ${(e as Error).message}`;
+      this.log.warn({ err: this.lastError }, 'filesync: Syncthing home could not be prepared');
+      return this.again();
+    }
+    if (this.stopping) return;
+    const child = spawn(
+      this.o.binary,
+      ['serve', `--home=${this.o.home}`, '--no-browser', '--no-restart', '--no-upgrade', '--skip-port-probing', `--gui-address=http://127.0.0.1:${this.o.guiPort}`, '--logflags=0'],
+      // STMONITORED: Syncthing 1.19 forks a monitor process even with --no-restart unless told it is
+      // monitored already (measured: two `syncthing serve` processes without it, one with it).
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, STNODEFAULTFOLDER: '1', STNOUPGRADE: '1', STNORESTART: '1', STMONITORED: 'yes' } },
+    );
+    this.child = child;
+    this.starts++;
+    let tail = '';
+    child.stderr!.on('data', (b: Buffer) => (tail = (tail + b.toString()).slice(-2000)));
+    child.on('error', (e) => {
+      this.lastError = `${this.o.binary}: ${e.message}`;
+      // A binary that could not be spawned (missing, not executable) may never emit 'close': try again later.
+      if (child.pid === undefined && this.child === child) {
+        this.child = null;
+        this.again();
+      }
+    });
+    const startedAt = Date.now();
+    child.on('close', (code, signal) => {
+      if (child.pid === undefined) return;
+      if (this.child === child) this.child = null;
+      if (this.stopping) return;
+      if (!this.lastError || code !== null) this.lastError = `Syncthing exited (${signal ?? code})${tail ? `: ${tail.trim().split('\n').pop()}` : ''}`;
+      this.log.warn({ code, signal }, 'filesync: Syncthing exited; starting it again');
+      if (Date.now() - startedAt > 60_000) this.backoffMs = 1000;
+      if (code === 3) return void this.start();
+      this.again();
+    });
+  }
+
+  private again(): void {
+    if (this.stopping) return;
+    this.timer = setTimeout(() => void this.start(), this.backoffMs);
+    this.timer.unref();
+    this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    child.kill('SIGTERM');
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await closed;
+    clearTimeout(kill);
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * File-sync test nodes: a real host with the identity, node and filesync plugins (and the two test doubles
+ * of fixture/), each supervising its own Syncthing on loopback (own home under its data folder, GUI/API
+ * port, listen address = API port + 2, discovery and relays off). Ports 26000-26499 (this area's range).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { REPO_ROOT, resolveConfig } from '../../core/config.ts';
+import { Host } from '../../core/host.ts';
+import { fetchAnswer, type Answer } from '../support/node.ts';
+import { bitcoinWallet, login } from '../support/wallets.ts';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const FIXTURE = path.join(HERE, 'fixture');
+
+export const tmp = (name: string) => fs.mkdtempSync(path.join(os.tmpdir(), `h18-${name}-`));
+
+export const wallets = { admin: bitcoinWallet(), coreTeam: bitcoinWallet(), user: bitcoinWallet() };
+
+/** A plugins folder with the repo's identity, node and filesync plugins and the fixture doubles. */
+function pluginsDir(): string {
+  const dir = tmp('plugins');
+  for (const p of ['identity', 'node', 'filesync']) fs.symlinkSync(path.join(REPO_ROOT, 'plugins', p), path.join(dir, p));
+  for (const p of fs.readdirSync(path.join(FIXTURE, 'plugins'))) fs.symlinkSync(path.join(FIXTURE, 'plugins', p), path.join(dir, p));
+  return dir;
+}
+
+function manifestsDir(doubles: boolean): string {
+  const dir = tmp('manifests');
+  for (const p of ['host', 'node', 'identity', 'filesync']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(dir, `${p}.yaml`));
+  if (doubles) for (const f of fs.readdirSync(path.join(FIXTURE, 'manifests'))) fs.copyFileSync(path.join(FIXTURE, 'manifests', f), path.join(dir, f));
+  return dir;
+}
+
+export interface FsNode {
+  url: string;
+  port: number;
+  dataDir: string;
+  home: string;
+  headers: { admin: Record<string, string>; coreTeam: Record<string, string>; user: Record<string, string> };
+  get(p: string, headers?: Record<string, string>): Promise<Answer>;
+  post(p: string, body: unknown, headers?: Record<string, string>): Promise<Answer>;
+  request(method: string, p: string, init?: RequestInit): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+export interface FsNodeOptions {
+  /** Index in this area's port range: API port 26000 + 20 n, Syncthing GUI/API + 1, peers + 2. */
+  n: number;
+  filesync?: Record<string, unknown>;
+  peers?: { nodeKey: string; locations: Record<string, { ip: string; node: string }[]> };
+  apps?: { root: string; apps: unknown[] };
+  login?: boolean;
+  /** A data folder to reuse (a node started again keeps its Syncthing home and its stores). */
+  dataDir?: string;
+}
+
+export const apiPort = (n: number) => 26000 + 20 * n;
+export const guiPort = (n: number) => apiPort(n) + 1;
+
+export async function startFsNode(o: FsNodeOptions): Promise<FsNode> {
+  const dataDir = o.dataDir ?? tmp(`node${o.n}`);
+  const plugins = pluginsDir();
+  const manifests = manifestsDir(!!(o.peers || o.apps));
+  const port = apiPort(o.n);
+  const config = resolveConfig(
+    {
+      api: { port, host: '127.0.0.1' },
+      dataDir,
+      manifestsDir: manifests,
+      pluginsDir: plugins,
+      log: { level: process.env.TEST_LOG ?? 'silent' },
+      watch: false,
+      initial: { legacyid: wallets.admin.legacyid },
+      coreTeam: [wallets.coreTeam.legacyid],
+      node: { softwareDir: path.join(dataDir, 'no-software'), restartCommand: ['true'], ui: { buildCommand: ['false'] }, daemon: { updateCommand: ['false'] }, benchmark: { startCommand: ['false'], updateCommand: ['false'] } },
+      filesync: { mode: 'supervise', guiPort: guiPort(o.n), listenHost: '127.0.0.1', globalDiscovery: false, relays: false, reconnectSeconds: 2, follow: { intervalMs: 300 }, ...o.filesync },
+      ...(o.peers ? { 'static-peer-network-double': { network: 'filesync-test', ...o.peers } } : {}),
+      ...(o.apps ? { 'apps-service-double': o.apps } : {}),
+    },
+    'filesync test config',
+  );
+  const host = new Host({ config });
+  await host.start();
+  await host.listen(port, '127.0.0.1');
+  const url = `http://127.0.0.1:${port}`;
+  const request = (method: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method });
+  const node: FsNode = {
+    url,
+    port,
+    dataDir,
+    home: path.join(dataDir, 'filesync', 'syncthing'),
+    headers: { admin: {}, coreTeam: {}, user: {} },
+    request,
+    get: (p, headers) => request('GET', p, { headers }),
+    post: (p, body, headers) => request('POST', p, { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'text/plain', ...headers } }),
+    async close() {
+      await host.close();
+      fs.rmSync(plugins, { recursive: true, force: true });
+      fs.rmSync(manifests, { recursive: true, force: true });
+    },
+  };
+  if (o.login !== false) {
+    // Logins need the node fit: its Syncthing answering (phrases are refused while it is measured unhealthy).
+    await until('Syncthing answers', async () => (await node.get('/filesync/health')).json?.status === 'success');
+    for (const who of ['admin', 'coreTeam', 'user'] as const) node.headers[who] = { legacyidauth: (await login(node as any, wallets[who])).header };
+  }
+  return node;
+}
+
+/** The API key the node's Syncthing has now. */
+export const apiKeyOf = (home: string) => /<apikey>([^<]+)<\/apikey>/.exec(fs.readFileSync(path.join(home, 'config.xml'), 'utf8'))![1];
+
+export async function until<T>(what: string, fn: () => Promise<T> | T, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await Promise.resolve().then(fn).catch(() => undefined as T);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Mount a tmpfs as a component's volume (the apps double counts it mounted) with its `appdata` folder. */
+export function mountVolume(mountpoint: string, size = '64m'): void {
+  fs.mkdirSync(mountpoint, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', mountpoint]);
+  fs.mkdirSync(path.join(mountpoint, 'appdata'));
+}
+
+export function unmount(mountpoint: string): void {
+  try {
+    execFileSync('umount', ['-l', mountpoint], { stdio: 'ignore' });
+  } catch {
+    /* not mounted */
+  }
+}
+
+export function unmountUnder(prefix: string): void {
+  const mps = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1]).filter((m) => m && m.startsWith(prefix + '/'));
+  for (const m of mps.sort().reverse()) unmount(m);
+}
