@@ -15,6 +15,7 @@ import type { Monitor } from './monitor.ts';
 import { feasibility, locations, type NodePlace } from './placement.ts';
 import type { TamperingLog } from './tampering.ts';
 import { ignoreNotRunning } from './installer.ts';
+import { redactSpec, type Secrets } from './secrets.ts';
 
 export interface HandlerDeps {
   registry: Registry;
@@ -31,6 +32,7 @@ export interface HandlerDeps {
   place: NodePlace;
   publishHost: string;
   nodeIp: string;
+  secrets: Secrets;
 }
 
 const NO_APP = () => new ApiError(400, 'BadRequest', 'No Core App specified');
@@ -124,14 +126,14 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     verifyRegistration: async (input) => {
       const spec = checkSpecification(sent(input), d.rules());
       if (await registry.spec(spec.name)) throw new ApiError(409, 'AppExists', `Application ${spec.name} is already registered`);
-      return spec.raw;
+      return redactSpec(spec.raw);
     },
     verifyUpdate: async (input) => {
       const spec = checkSpecification(sent(input), d.rules());
       const g = await registry.spec(spec.name);
       if (!g) throw NOT_FOUND();
       if (g.appSpecification.version > spec.version) throw new ApiError(400, 'ValidationError', `Invalid specification: version: must not be lower than the registered ${g.appSpecification.version}`);
-      return spec.raw;
+      return redactSpec(spec.raw);
     },
     appregister: async (input) => {
       const m = sent(input);
@@ -143,13 +145,19 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       checkSpecification(m.appSpecification, d.rules());
       return registry.submit(m, 'update');
     },
-    temporarymessages: (input) => registry.temporary(input.params.hash),
-    permanentmessages: (input) => registry.permanent(byFilters(input)),
-    globalappsspecifications: async (input) => (await registry.globals(byFilters(input))).map((g) => ({ ...g.appSpecification, hash: g.hash, height: g.height })),
+    // Specifications are answered with repoauth redacted (secrets.ts); only its owner sees it decrypted.
+    temporarymessages: async (input) => (await registry.temporary(input.params.hash)).map((m) => ({ ...m, appSpecification: redactSpec(m.appSpecification) })),
+    permanentmessages: async (input) => (await registry.permanent(byFilters(input))).map((m) => ({ ...m, appSpecification: redactSpec(m.appSpecification) })),
+    globalappsspecifications: async (input) => (await registry.globals(byFilters(input))).map((g) => ({ ...redactSpec(g.appSpecification), hash: g.hash, height: g.height })),
     appspecifications: async (input) => {
       const g = await registry.spec(input.params.appname);
       if (!g) throw NOT_FOUND();
-      return { ...g.appSpecification, hash: g.hash, height: g.height };
+      // `decrypt` as in the reference: the app's owner only (the core team holds no enterprise key here).
+      if (input.params.decrypt) {
+        if (input.caller.legacyid !== g.owner) throw ApiError.unauthorized();
+        return { ...d.secrets.openSpec(g.appSpecification), hash: g.hash, height: g.height };
+      }
+      return { ...redactSpec(g.appSpecification), hash: g.hash, height: g.height };
     },
     appowner: async (input) => {
       const name = input.params.appname ?? input.query.appname;
@@ -255,7 +263,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
           await install(spec, rec.hash, progress);
           return `App ${appname} reinstalled`;
         }
-        for (const [i, c] of rec.components.entries()) await recreate(rec.name, spec, i, rec.hash, c.container, false, progress);
+        for (const [i, c] of rec.components.entries()) await installer.recreate(rec.name, spec, i, rec.hash, c.container, false, progress);
         await installer.setDesired(appname, rec.components.map((c) => c.name), 'running');
         return `App ${appname} redeployed`;
       });
@@ -269,7 +277,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       if (i < 0) throw NOT_FOUND();
       const spec = checkSpecification(rec.appSpecification, d.rules());
       return streamWork(installer, `redeploy ${component}_${rec.name}`, rec.name, async (progress) => {
-        await recreate(rec.name, spec, i, rec.hash, rec.components[i].container, !!input.params.force, progress);
+        await installer.recreate(rec.name, spec, i, rec.hash, rec.components[i].container, !!input.params.force, progress);
         await installer.setDesired(rec.name, [component], 'running');
         return `Component ${component} of ${rec.name} redeployed`;
       });
@@ -341,9 +349,9 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     },
     installedapps: async (input) => {
       const q = input.params.appname ? { name: input.params.appname } : {};
-      return (await installer.store.find(q)).map((r) => ({ ...r.appSpecification, hash: r.hash, installedAt: r.installedAt, components: r.components.map(({ name, container, desired, imageId, stoppedReason, stoppedAt }) => ({ name, container, desired, ...(imageId ? { imageId } : {}), ...(stoppedReason ? { stoppedReason, stoppedAt } : {}) })) }));
+      return (await installer.store.find(q)).map((r) => ({ ...redactSpec(r.appSpecification), hash: r.hash, installedAt: r.installedAt, components: r.components.map(({ name, container, desired, imageId, stoppedReason, stoppedAt }) => ({ name, container, desired, ...(imageId ? { imageId } : {}), ...(stoppedReason ? { stoppedReason, stoppedAt } : {}) })) }));
     },
-    availableapps: async () => (await registry.globals()).map((g) => g.appSpecification),
+    availableapps: async () => (await registry.globals()).map((g) => redactSpec(g.appSpecification)),
     coreusage: async () => {
       let cpu = 0;
       for (const rec of await installer.store.find({})) for (const c of normalise(rec.appSpecification).components) cpu += c.cpu;
@@ -361,33 +369,6 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       return t;
     },
   };
-
-  /** Recreate one component's container from the spec (its volume kept, or emptied when `wipe`). */
-  async function recreate(app: string, spec: AppSpec, i: number, hash: string, container: string, wipe: boolean, progress: (o: Record<string, unknown>) => void) {
-    const c = spec.components[i];
-    await engine.container(container).stop({ t: 10 }).catch(() => {});
-    await engine.removeContainer(container);
-    progress({ step: 'container', component: c.name, status: `Container ${container} removed` });
-    await engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
-    await engine.volumes.create(container, c.hdd);
-    if (wipe) {
-      await engine.volumes.wipe(container);
-      progress({ step: 'volume', component: c.name, status: `Data of ${container} removed` });
-    }
-    await engine.ensureNetwork(app);
-    await engine.createContainer(app, spec, i, hash);
-    await engine.container(container).start();
-    progress({ step: 'start', component: c.name, status: `Container ${container} started` });
-    // A redeploy by the owner may pull a newer image under the same tag: that image is the installed one
-    // from now on (the tampering checks compare against it).
-    const info = await engine.container(container).inspect();
-    const rec = await installer.installed(app);
-    const comp = rec?.components.find((x) => x.container === container);
-    if (rec && comp) {
-      comp.imageId = info.Image;
-      await installer.store.update({ name: app }, { $set: { components: rec.components } });
-    }
-  }
 }
 
 /** The listing fields of a container (Docker's names). */

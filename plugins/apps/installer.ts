@@ -8,7 +8,7 @@ import { ApiError, type Collection } from '../../core/plugin-api.ts';
 import { Engine, describeDockerError, ignore404, type Progress } from './engine.ts';
 import { containerName } from './names.ts';
 import type { PolicyHolder } from './policy.ts';
-import type { AppSpec } from './spec.ts';
+import { normalise, type AppSpec } from './spec.ts';
 
 export interface InstalledComponent {
   name: string;
@@ -196,6 +196,68 @@ export class Installer {
     await this.engine.removeNetwork(app);
     progress({ step: 'network', status: `Network of ${app} removed` });
     await this.store.remove({ name: app }, { multi: true });
+  }
+
+  /**
+   * Recreate one component's container from `spec` (its volume kept, or emptied when `wipe`): a redeploy by
+   * the owner, and each component of a soft update.
+   */
+  async recreate(app: string, spec: AppSpec, i: number, hash: string, container: string, wipe: boolean, progress: Progress): Promise<void> {
+    const c = spec.components[i];
+    await this.engine.container(container).stop({ t: 10 }).catch(() => {});
+    await this.engine.removeContainer(container);
+    progress({ step: 'container', component: c.name, status: `Container ${container} removed` });
+    await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
+    await this.engine.volumes.create(container, c.hdd);
+    if (wipe) {
+      await this.engine.volumes.wipe(container);
+      progress({ step: 'volume', component: c.name, status: `Data of ${container} removed` });
+    }
+    await this.engine.ensureNetwork(app);
+    await this.engine.createContainer(app, spec, i, hash);
+    await this.engine.container(container).start();
+    progress({ step: 'start', component: c.name, status: `Container ${container} started` });
+    // A redeploy may pull a newer image under the same tag: that image is the installed one from now on
+    // (the tampering checks compare against it).
+    const info = await this.engine.container(container).inspect();
+    const rec = await this.installed(app);
+    const comp = rec?.components.find((x) => x.container === container);
+    if (rec && comp) {
+      comp.imageId = info.Image;
+      await this.store.update({ name: app }, { $set: { components: rec.components } });
+    }
+  }
+
+  /**
+   * Move an installed app to a newer global specification. Soft (containers recreated from the new spec on
+   * their kept volumes) when the components and each one's `hdd` are unchanged, as the reference decides;
+   * hard (removed and installed again, data lost) when a component came, went, was renamed or resized. The
+   * new images are pulled first, so a registry that fails leaves the running app as it is.
+   */
+  async update(rec: InstalledApp, spec: AppSpec, hash: string, progress: Progress): Promise<'soft' | 'hard'> {
+    const old = normalise(rec.appSpecification);
+    const same =
+      old.components.length === spec.components.length &&
+      spec.components.every((c, i) => containerName(rec.name, c.name, spec.version) === rec.components[i]?.container && c.hdd === old.components[i].hdd);
+    for (const c of spec.components) {
+      const blocked = this.policy.blocks(c.repotag);
+      if (blocked) throw new StepError('check', c.name, blocked);
+      await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
+    }
+    if (!same) {
+      await this.remove(rec.name, false, progress);
+      await this.install(spec, hash, progress);
+      return 'hard';
+    }
+    const desired = new Map(rec.components.map((c) => [c.name, c]));
+    await this.store.update({ name: rec.name }, { $set: { hash, owner: spec.owner, version: spec.version, appSpecification: spec.raw } });
+    for (const [i, c] of rec.components.entries()) {
+      // A component its owner stopped stays stopped (recreated, not started).
+      await this.recreate(rec.name, spec, i, hash, c.container, false, progress);
+      if (desired.get(c.name)?.desired === 'stopped') await this.engine.container(c.container).stop({ t: 10 }).catch(ignoreNotRunning);
+    }
+    for (const c of old.components) if (!spec.components.some((n) => n.repotag === c.repotag) && (await this.engine.removeImageIfUnused(c.repotag))) progress({ step: 'image', status: `Image ${c.repotag} removed` });
+    return 'soft';
   }
 
   /** Set the desired state of some components of an installed app. */
