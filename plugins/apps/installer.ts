@@ -250,12 +250,13 @@ export class Installer {
       return 'hard';
     }
     const desired = new Map(rec.components.map((c) => [c.name, c]));
-    await this.store.update({ name: rec.name }, { $set: { hash, owner: spec.owner, version: spec.version, appSpecification: spec.raw } });
     for (const [i, c] of rec.components.entries()) {
       // A component its owner stopped stays stopped (recreated, not started).
       await this.recreate(rec.name, spec, i, hash, c.container, false, progress);
       if (desired.get(c.name)?.desired === 'stopped') await this.engine.container(c.container).stop({ t: 10 }).catch(ignoreNotRunning);
     }
+    // The record moves to the new spec once every container runs it (a failure midway is tried again).
+    await this.store.update({ name: rec.name }, { $set: { hash, owner: spec.owner, version: spec.version, appSpecification: spec.raw } });
     for (const c of old.components) if (!spec.components.some((n) => n.repotag === c.repotag) && (await this.engine.removeImageIfUnused(c.repotag))) progress({ step: 'image', status: `Image ${c.repotag} removed` });
     return 'soft';
   }
