@@ -90,8 +90,16 @@ export class Installer {
       component = undefined;
       progress({ step, status: `Checks of ${app} passed` });
 
-      // Network, pulls and volumes do not depend on each other: made at once (the install bench measured
-      // them one after the other at about 1.5x the time of docker create + start), then the containers.
+      // What each part needs, measured with `npm run bench:apps` and scripts/bench/apps-start-profile.ts
+      // (busy 2-core machine): the container start alone takes ~550-650 ms of Docker's time (as long as the
+      // CLI's whole create + start of a plain container), so everything before it must be short. The volume
+      // (fallocate + mkfs + loop mount, ~140 ms) was the longest part, and the containers were created only
+      // after it, after the network (~45 ms) and after the pull's registry round trip (~80 ms) even for a
+      // cached image: create waited ~180 ms. A container needs its network and its image to be created, but
+      // its volume only to start, so now: network, pull and volume at once; each container is created as
+      // soon as its network and image are there (a cached image at once, while the pull asks the registry
+      // whether the tag moved; if it did, the container is created again from the new image); start once
+      // the volumes are mounted.
       const failed: { step: string; component?: string; error: unknown }[] = [];
       const task = (st: string, comp: string | undefined, fn: () => Promise<void>) =>
         fn().catch((error) => {
@@ -103,40 +111,43 @@ export class Installer {
         throw failed[0].error;
       };
       step = 'prepare';
-      await Promise.all([
-        task('network', undefined, async () => {
-          const net = await this.engine.ensureNetwork(app);
-          if (net.created) undo.push({ what: `network ${net.name}`, fn: () => this.engine.removeNetwork(app) });
-          progress({ step: 'network', status: `Network ${net.name} ${net.created ? 'created' : 'present'}` });
-        }),
-        ...spec.components.map((c) =>
-          task('pull', c.name, async () => {
-            const had = await this.engine.hasImage(c.repotag);
+      const network = task('network', undefined, async () => {
+        const net = await this.engine.ensureNetwork(app);
+        if (net.created) undo.push({ what: `network ${net.name}`, fn: () => this.engine.removeNetwork(app) });
+        progress({ step: 'network', status: `Network ${net.name} ${net.created ? 'created' : 'present'}` });
+      });
+      const cached = await Promise.all(spec.components.map((c) => this.engine.hasImage(c.repotag)));
+      await Promise.all(
+        spec.components.map(async (c, i) => {
+          const name = containerName(app, c.name, spec.version);
+          const create = (again: boolean) =>
+            task('create', c.name, async () => {
+              if (again) await this.engine.removeContainer(name);
+              else undo.push({ what: `container ${name}`, fn: () => this.engine.removeContainer(name) });
+              await this.engine.createContainer(app, spec, i, hash);
+              progress({ step: 'create', component: c.name, status: `Container ${name} ${again ? 'created again: the tag names a newer image' : 'created'}` });
+            });
+          const pulled = task('pull', c.name, async () => {
             progress({ step: 'pull', component: c.name, status: `Pulling image ${c.repotag}` });
-            if (!had) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
+            if (!cached[i]) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
             await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
-          }),
-        ),
-        ...spec.components.map((c) =>
-          task('volume', c.name, async () => {
-            const name = containerName(app, c.name, spec.version);
+          });
+          const volume = task('volume', c.name, async () => {
             undo.push({ what: `volume of ${name}`, fn: () => this.engine.volumes.remove(name) });
             await this.engine.volumes.create(name, c.hdd);
             progress({ step: 'volume', component: c.name, status: `Volume of ${c.hdd} GB mounted at ${this.engine.volumes.mountpoint(name)}` });
-          }),
-        ),
-      ]);
-      settle();
-      step = 'create';
-      await Promise.all(
-        spec.components.map((c, i) =>
-          task('create', c.name, async () => {
-            const name = containerName(app, c.name, spec.version);
-            undo.push({ what: `container ${name}`, fn: () => this.engine.removeContainer(name) });
-            await this.engine.createContainer(app, spec, i, hash);
-            progress({ step: 'create', component: c.name, status: `Container ${name} created` });
-          }),
-        ),
+          });
+          const created = (async () => {
+            await network;
+            if (!cached[i]) await pulled;
+            if (!failed.length) await create(false);
+          })();
+          await Promise.all([pulled, volume, created]);
+          if (cached[i] && !failed.length) {
+            const [image, made] = await Promise.all([this.engine.docker.getImage(c.repotag).inspect(), this.engine.container(name).inspect()]);
+            if (image.Id !== made.Image) await create(true);
+          }
+        }),
       );
       settle();
       step = 'start';
