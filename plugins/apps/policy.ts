@@ -127,12 +127,14 @@ export class PolicyHolder {
           continue;
         }
         this.held = { policy, signed, source, receivedAt: this.o.now() };
+        // The gate opens with `held` (before the copy is written): /apps/networkpolicy never says held while
+        // the image-pulling routes still answer 503 (a test saw that window on a busy machine).
+        this.o.onChange(this.held);
         const tmp = `${this.o.file}.tmp`;
         await fs.promises.mkdir(path.dirname(this.o.file), { recursive: true });
         await fs.promises.writeFile(tmp, JSON.stringify({ signed, source, receivedAt: this.held.receivedAt }));
         await fs.promises.rename(tmp, this.o.file);
         this.o.log.info({ source, issuedAt: policy.issuedAt, signer: signed.legacyid }, 'apps: network policy taken');
-        this.o.onChange(this.held);
         results.push({ source, outcome: 'taken', at });
       } catch (e) {
         errors.push(`${source}: ${(e as Error).message}`);
