@@ -46,12 +46,15 @@ export class Updater {
   private async round(): Promise<void> {
     const { registry, installer } = this.o;
     for (const rec of await installer.store.find({})) {
-      if (installer.busy) return;
       const lines: Record<string, unknown>[] = [];
       const progress = (l: Record<string, unknown>) => void lines.push(l);
       if (await registry.expiredSpec(rec.name)) {
+        // Checked again right before taking the slot: an owner's install may have taken it meanwhile.
+        if (installer.busy) return;
         const release = installer.acquire(`remove ${rec.name} (expired)`, rec.name);
         try {
+          // The record read before the slot was taken may be gone (an owner's appremove).
+          if (!(await installer.installed(rec.name))) continue;
           await installer.remove(rec.name, true, progress);
           for (const c of rec.components) this.o.forget(c.container);
         } finally {
@@ -68,10 +71,13 @@ export class Updater {
       if (!this.o.policy.held) continue;
       const last = this.failed.get(rec.name);
       if (last && last.hash === g.hash && this.o.now() - last.at < RETRY_MS) continue;
+      if (installer.busy) return;
       const release = installer.acquire(`update ${rec.name}`, rec.name);
       try {
+        const now = await installer.installed(rec.name);
+        if (!now || now.hash !== rec.hash) continue;
         const spec = checkSpecification(g.appSpecification, this.o.rules());
-        const mode = await installer.update(rec, spec, g.hash, progress);
+        const mode = await installer.update(now, spec, g.hash, progress);
         this.failed.delete(rec.name);
         this.o.log.info({ app: rec.name, hash: g.hash, mode }, 'apps: redeployed to the updated specification');
         this.o.emit('apps.redeployed', { app: rec.name, hash: g.hash, mode });
