@@ -19,13 +19,15 @@ async function main() {
   await d.cli(['pull', d.images.node]);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'apps-prof-'));
   const port = 24100;
-  type V = { name: string; net?: 'fresh' | 'kept'; udp?: boolean; limits?: boolean; bind?: boolean };
+  type V = { name: string; net?: 'fresh' | 'kept'; udp?: boolean; limits?: boolean; bind?: boolean; cpu?: boolean; extras?: boolean };
   const variants: V[] = [
     { name: 'default bridge, TCP' },
     { name: 'default bridge, TCP+UDP', udp: true },
     { name: 'kept network, TCP', net: 'kept' },
     { name: 'fresh network, TCP', net: 'fresh' },
     { name: 'default bridge, TCP, limits', limits: true },
+    { name: 'default bridge, TCP, NanoCpus 0.5 only', cpu: true },
+    { name: 'default bridge, TCP, extra host, log opts, nofile', extras: true },
     { name: 'default bridge, TCP, bind', bind: true },
     { name: 'fresh network, TCP+UDP, limits, bind (the node)', net: 'fresh', udp: true, limits: true, bind: true },
   ];
@@ -54,6 +56,8 @@ async function main() {
             ...(net ? { NetworkMode: net } : {}),
             ...(v.limits ? { NanoCpus: 0.5e9, Memory: 200 * 2 ** 20, MemorySwap: 2200 * 2 ** 20, Ulimits: [{ Name: 'nofile', Soft: 20000, Hard: 20000 }] } : {}),
             ...(v.bind ? { Binds: [`${dir}:/data`] } : {}),
+            ...(v.cpu ? { NanoCpus: 0.5e9 } : {}),
+            ...(v.extras ? { ExtraHosts: ['corenode.service:169.254.43.43'], LogConfig: { Type: 'json-file', Config: { 'max-size': '20m', 'max-file': '1' } }, Ulimits: [{ Name: 'nofile', Soft: 20000, Hard: 20000 }] } : {}),
           },
         });
         const t0 = performance.now();
