@@ -116,10 +116,17 @@ export class Installer {
         if (net.created) undo.push({ what: `network ${net.name}`, fn: () => this.engine.removeNetwork(app) });
         progress({ step: 'network', status: `Network ${net.name} ${net.created ? 'created' : 'present'}` });
       });
-      const cached = await Promise.all(spec.components.map((c) => this.engine.hasImage(c.repotag)));
+      // Asked at once, awaited per component after its volume has started (the volume is the longest part).
+      const cachedAll = Promise.all(spec.components.map((c) => this.engine.hasImage(c.repotag)));
       await Promise.all(
         spec.components.map(async (c, i) => {
           const name = containerName(app, c.name, spec.version);
+          const volume = task('volume', c.name, async () => {
+            undo.push({ what: `volume of ${name}`, fn: () => this.engine.volumes.remove(name) });
+            await this.engine.volumes.create(name, c.hdd);
+            progress({ step: 'volume', component: c.name, status: `Volume of ${c.hdd} GB mounted at ${this.engine.volumes.mountpoint(name)}` });
+          });
+          const cached = await cachedAll;
           const create = (again: boolean) =>
             task('create', c.name, async () => {
               if (again) await this.engine.removeContainer(name);
@@ -131,11 +138,6 @@ export class Installer {
             progress({ step: 'pull', component: c.name, status: `Pulling image ${c.repotag}` });
             if (!cached[i]) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
             await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
-          });
-          const volume = task('volume', c.name, async () => {
-            undo.push({ what: `volume of ${name}`, fn: () => this.engine.volumes.remove(name) });
-            await this.engine.volumes.create(name, c.hdd);
-            progress({ step: 'volume', component: c.name, status: `Volume of ${c.hdd} GB mounted at ${this.engine.volumes.mountpoint(name)}` });
           });
           const created = (async () => {
             await network;
