@@ -92,6 +92,9 @@ export function compileInput(spec: InputSpec, compile: (schema: object) => Valid
   }
   const validate = compile({ type: 'object', ...spec.schema });
   const useBody = spec.from.includes('body');
+  // `additionalProperties: false` on the input refuses an undeclared key instead of dropping it (ajv's
+  // removeAdditional would drop it silently): routes that must answer 400 to `?limit[$gt]=0` say so.
+  const closed = spec.schema.additionalProperties === false && !spec.schema.patternProperties ? new Set(Object.keys(props)) : null;
 
   return ({ path, query, body }) => {
     if (useBody && body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body)))
@@ -107,6 +110,7 @@ export function compileInput(spec: InputSpec, compile: (schema: object) => Valid
         if (merged[k] === undefined && v !== undefined && v !== null && v !== '') merged[k] = v;
       }
     }
+    if (closed) for (const k of Object.keys(merged)) if (!closed.has(k)) throw invalidInput(`Invalid ${sourceOf(k)} input: ${k} is not a known key`);
     try {
       for (const [name, c] of convert) if (merged[name] !== undefined) merged[name] = c(merged[name]);
     } catch (e) {

@@ -8,6 +8,7 @@ import { LABEL_APP, LABEL_MANAGED, MANAGED_FILTER, appFilter, containerName, lab
 import { parseContainerData } from './spec-rules.ts';
 import type { AppSpec, Component } from './spec.ts';
 import type { Volumes } from './volumes.ts';
+import type { Secrets } from './secrets.ts';
 
 const MiB = 1024 * 1024;
 /** Reference limit: images over 5 GB are refused. */
@@ -32,6 +33,8 @@ export class Engine {
   constructor(
     readonly o: EngineOptions,
     readonly volumes: Volumes,
+    /** Opens sealed `repoauth` values for a pull (secrets.ts); without it they are used as given. */
+    private readonly secrets?: Secrets,
   ) {
     this.docker = new Docker({ socketPath: o.socketPath });
   }
@@ -89,10 +92,12 @@ export class Engine {
     }
   }
 
-  /** Pull with progress; `repoauth` is `user:password` for the image's registry. */
-  async pull(repotag: string, repoauth: string | undefined, progress: Progress): Promise<void> {
+  /** Pull with progress; `repoauth` is `user:password` (sealed at rest) for the image's registry. */
+  async pull(repotag: string, sealedAuth: string | undefined, progress: Progress): Promise<void> {
     const opts: Record<string, unknown> = {};
-    if (repoauth) {
+    if (sealedAuth) {
+      // Opened only here, in memory, for Docker's auth config.
+      const repoauth = this.secrets ? this.secrets.open(sealedAuth) : sealedAuth;
       const i = repoauth.indexOf(':');
       const first = repotag.split('/')[0];
       const serveraddress = first.includes('.') || first.includes(':') ? first : 'https://index.docker.io/v1/';

@@ -38,7 +38,7 @@ export async function terminal(engine: Engine, t: Target, input: HandlerInput, w
   const send = (o: Record<string, unknown>) => {
     if (ws.readyState === 1) ws.send(JSON.stringify(o));
   };
-  const cmd = typeof input.query.cmd === 'string' && input.query.cmd ? input.query.cmd : '/bin/sh';
+  const cmd = typeof input.values.cmd === 'string' && input.values.cmd ? input.values.cmd : '/bin/sh';
   await inspectTarget(engine, t);
   const exec = await engine.container(t.container).exec({ Cmd: [cmd], AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: true, Env: ['TERM=xterm'] });
   const stream = await exec.start({ hijack: true, stdin: true, Tty: true } as any);

@@ -15,6 +15,7 @@ import type { Monitor } from './monitor.ts';
 import { feasibility, locations, type NodePlace } from './placement.ts';
 import type { TamperingLog } from './tampering.ts';
 import { ignoreNotRunning } from './installer.ts';
+import { redactSpec, type Secrets } from './secrets.ts';
 
 export interface HandlerDeps {
   registry: Registry;
@@ -31,6 +32,7 @@ export interface HandlerDeps {
   place: NodePlace;
   publishHost: string;
   nodeIp: string;
+  secrets: Secrets;
 }
 
 const NO_APP = () => new ApiError(400, 'BadRequest', 'No Core App specified');
@@ -64,7 +66,7 @@ export function makeHandlers(d: HandlerDeps): Record<string, Handler> {
     ...dockerErrors(handlersOf(d), sock),
     appterminal: websocket(async (input, ws) => {
       try {
-        await terminal(d.engine, await resolveTarget(d.installer, input.params.appname), input, ws);
+        await terminal(d.engine, await resolveTarget(d.installer, input.values.appname), input, ws);
       } catch (e) {
         throw dockerError(e, sock);
       }
@@ -96,7 +98,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
   };
 
   const verbs = (verb: string, fn: (name: string) => Promise<unknown>, desired: 'running' | 'stopped', reverse: boolean) => async (input: HandlerInput) => {
-    const appname: string | undefined = input.params.appname;
+    const appname: string | undefined = input.values.appname;
     if (!appname) throw NO_APP();
     const { rec, comps } = await target(appname);
     await installer.setDesired(rec.name, comps.map((c) => c.name), desired);
@@ -112,11 +114,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     return { spec: checkSpecification(g.appSpecification, d.rules()), hash: g.hash };
   };
 
-  const byFilters = (input: HandlerInput) => ({
-    hash: input.params.hash ?? input.query.hash,
-    owner: input.params.owner ?? input.query.owner,
-    appname: input.params.appname ?? input.query.appname,
-  });
+  const byFilters = (input: HandlerInput) => ({ hash: input.values.hash, owner: input.values.owner, appname: input.values.appname });
 
   const isPrivileged = (c: Caller) => c.isAdmin || c.isCoreTeam;
 
@@ -124,14 +122,14 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     verifyRegistration: async (input) => {
       const spec = checkSpecification(sent(input), d.rules());
       if (await registry.spec(spec.name)) throw new ApiError(409, 'AppExists', `Application ${spec.name} is already registered`);
-      return spec.raw;
+      return redactSpec(spec.raw);
     },
     verifyUpdate: async (input) => {
       const spec = checkSpecification(sent(input), d.rules());
       const g = await registry.spec(spec.name);
       if (!g) throw NOT_FOUND();
       if (g.appSpecification.version > spec.version) throw new ApiError(400, 'ValidationError', `Invalid specification: version: must not be lower than the registered ${g.appSpecification.version}`);
-      return spec.raw;
+      return redactSpec(spec.raw);
     },
     appregister: async (input) => {
       const m = sent(input);
@@ -143,23 +141,29 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       checkSpecification(m.appSpecification, d.rules());
       return registry.submit(m, 'update');
     },
-    temporarymessages: (input) => registry.temporary(input.params.hash),
-    permanentmessages: (input) => registry.permanent(byFilters(input)),
-    globalappsspecifications: async (input) => (await registry.globals(byFilters(input))).map((g) => ({ ...g.appSpecification, hash: g.hash, height: g.height })),
+    // Specifications are answered with repoauth redacted (secrets.ts); only its owner sees it decrypted.
+    temporarymessages: async (input) => (await registry.temporary(input.values.hash)).map((m) => ({ ...m, appSpecification: redactSpec(m.appSpecification) })),
+    permanentmessages: async (input) => (await registry.permanent(byFilters(input))).map((m) => ({ ...m, appSpecification: redactSpec(m.appSpecification) })),
+    globalappsspecifications: async (input) => (await registry.globals(byFilters(input))).map((g) => ({ ...redactSpec(g.appSpecification), hash: g.hash, height: g.height })),
     appspecifications: async (input) => {
-      const g = await registry.spec(input.params.appname);
+      const g = await registry.spec(input.values.appname);
       if (!g) throw NOT_FOUND();
-      return { ...g.appSpecification, hash: g.hash, height: g.height };
+      // `decrypt` as in the reference: the app's owner only (the core team holds no enterprise key here).
+      if (input.values.decrypt) {
+        if (input.caller.legacyid !== g.owner) throw ApiError.unauthorized();
+        return { ...d.secrets.openSpec(g.appSpecification), hash: g.hash, height: g.height };
+      }
+      return { ...redactSpec(g.appSpecification), hash: g.hash, height: g.height };
     },
     appowner: async (input) => {
-      const name = input.params.appname ?? input.query.appname;
+      const name = input.values.appname;
       if (!name) throw NO_APP();
       const g = await registry.spec(String(name));
       if (!g) throw NOT_FOUND();
       return g.owner;
     },
     apporiginalowner: async (input) => {
-      const name = input.params.appname ?? input.query.appname;
+      const name = input.values.appname;
       if (!name) throw NO_APP();
       const g = await registry.spec(String(name));
       if (!g) throw NOT_FOUND();
@@ -167,7 +171,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     },
     hashes: async () => (await registry.permanent()).map((m) => ({ hash: m.hash, txid: m.txid, height: m.height, value: Number(m.valueSat), message: true })),
     messagescount: async (input) => {
-      const owner = input.params.appowner ?? input.query.appowner;
+      const owner = input.values.appowner;
       return (await registry.permanent(owner ? { owner: String(owner) } : {})).length;
     },
     latestspecificationversion: () => 8,
@@ -196,7 +200,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     },
 
     installapplocally: async (input) => {
-      const name: string = input.params.appname;
+      const name: string = input.values.appname;
       if (name.includes('_')) throw new ApiError(400, 'BadRequest', 'Install the whole app, not a component');
       const { spec, hash } = await checkedGlobal(name);
       return streamWork(installer, `install ${spec.name}`, spec.name, async (progress) => {
@@ -206,7 +210,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       }, stepFailure(spec.name));
     },
     testappinstall: async (input) => {
-      const name: string = input.params.appname;
+      const name: string = input.values.appname;
       const privileged = isPrivileged(input.caller);
       const temps = (await registry.temporary()).filter((t) => t.appSpecification.name === name && (privileged || t.appSpecification.owner === input.caller.legacyid));
       temps.sort((a, b) => b.receivedAt - a.receivedAt);
@@ -231,45 +235,45 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     apprestart: verbs('restarted', (n) => engine.container(n).restart({ t: 10 }), 'running', false),
     appkill: verbs('killed', (n) => engine.container(n).kill().catch(ignoreNotRunning), 'stopped', true),
     appremove: async (input) => {
-      const appname: string = input.params.appname;
+      const appname: string = input.values.appname;
       if (appname.includes('_')) throw new ApiError(400, 'BadRequest', 'Component cannot be removed manually; remove the whole app');
       const rec = await installer.installed(appname);
       if (!rec && !(await engine.listApp(appname)).length) throw NOT_FOUND();
       const containers = rec ? rec.components.map((c) => c.container) : [];
       return streamWork(installer, `remove ${appname}`, appname, async (progress) => {
-        await installer.remove(appname, !!input.params.force, progress);
+        await installer.remove(appname, !!input.values.force, progress);
         for (const c of containers) d.monitor.forget(c);
         d.emit('apps.removed', { app: appname });
         return `App ${appname} removed`;
       });
     },
     redeploy: async (input) => {
-      const appname: string = input.params.appname;
+      const appname: string = input.values.appname;
       if (appname.includes('_')) throw new ApiError(400, 'BadRequest', 'Component cannot be redeployed manually');
       const rec = await installedOrFail(appname);
       const spec = checkSpecification(rec.appSpecification, d.rules());
-      const force = !!input.params.force;
+      const force = !!input.values.force;
       return streamWork(installer, `redeploy ${appname}`, appname, async (progress) => {
         if (force) {
           await installer.remove(appname, true, progress);
           await install(spec, rec.hash, progress);
           return `App ${appname} reinstalled`;
         }
-        for (const [i, c] of rec.components.entries()) await recreate(rec.name, spec, i, rec.hash, c.container, false, progress);
+        for (const [i, c] of rec.components.entries()) await installer.recreate(rec.name, spec, i, rec.hash, c.container, false, progress);
         await installer.setDesired(appname, rec.components.map((c) => c.name), 'running');
         return `App ${appname} redeployed`;
       });
     },
     redeploycomponent: async (input) => {
-      const appname: string = input.params.appname;
-      const component: string | undefined = input.params.component;
+      const appname: string = input.values.appname;
+      const component: string | undefined = input.values.component;
       if (!component) throw new ApiError(400, 'BadRequest', 'No component specified');
       const rec = await installedOrFail(splitAppName(appname).app);
       const i = rec.components.findIndex((c) => c.name === component);
       if (i < 0) throw NOT_FOUND();
       const spec = checkSpecification(rec.appSpecification, d.rules());
       return streamWork(installer, `redeploy ${component}_${rec.name}`, rec.name, async (progress) => {
-        await recreate(rec.name, spec, i, rec.hash, rec.components[i].container, !!input.params.force, progress);
+        await installer.recreate(rec.name, spec, i, rec.hash, rec.components[i].container, !!input.values.force, progress);
         await installer.setDesired(rec.name, [component], 'running');
         return `Component ${component} of ${rec.name} redeployed`;
       });
@@ -277,41 +281,41 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
 
     // --- looking inside (one container, by its exact name from the installed record) ---
     applog: async (input) => {
-      const tail = tailOf(input.params.lines);
-      return logsOf(engine, await resolveTarget(installer, input.params.appname), tail);
+      const tail = tailOf(input.values.lines);
+      return logsOf(engine, await resolveTarget(installer, input.values.appname), tail);
     },
     applogpolling: async (input) => {
-      const raw = input.query.lineCount ?? input.params.lines ?? 100;
+      const raw = input.values.lineCount ?? input.values.lines ?? 100;
       const lineCount = Number(raw);
       if (!Number.isInteger(lineCount) || lineCount < 1 || lineCount > 100_000) throw new ApiError(400, 'BadRequest', `lineCount: must be a whole number 1-100000, got ${JSON.stringify(String(raw))}`);
-      const since = sinceOf(input.query.since ?? input.params.since);
-      return pollLogs(engine, await resolveTarget(installer, input.params.appname), lineCount, since);
+      const since = sinceOf(input.values.since);
+      return pollLogs(engine, await resolveTarget(installer, input.values.appname), lineCount, since);
     },
-    appinspect: async (input) => inspectTarget(engine, await resolveTarget(installer, input.params.appname)),
-    appstats: async (input) => statsOf(engine, await resolveTarget(installer, input.params.appname)),
+    appinspect: async (input) => inspectTarget(engine, await resolveTarget(installer, input.values.appname)),
+    appstats: async (input) => statsOf(engine, await resolveTarget(installer, input.values.appname)),
     apptop: async (input) => {
-      const t = await resolveTarget(installer, input.params.appname);
+      const t = await resolveTarget(installer, input.values.appname);
       await inspectTarget(engine, t);
       return engine.container(t.container).top();
     },
     appchanges: async (input) => {
-      const t = await resolveTarget(installer, input.params.appname);
+      const t = await resolveTarget(installer, input.values.appname);
       await inspectTarget(engine, t);
       return (await engine.container(t.container).changes()) ?? [];
     },
     appmonitor: async (input) => {
-      const t = await resolveTarget(installer, input.params.appname);
-      const raw = input.params.range;
+      const t = await resolveTarget(installer, input.values.appname);
+      const raw = input.values.range;
       const range = raw === undefined || raw === '' ? 3600_000 : Number(raw);
       if (!Number.isInteger(range) || range < 1 || range > 7 * 24 * 3600_000) throw new ApiError(400, 'BadRequest', `range: must be milliseconds 1-${7 * 24 * 3600_000}, got ${JSON.stringify(String(raw))}`);
       return d.monitor.history(t.container, range);
     },
     tamperingevents: async (input) => {
-      const rawLimit = input.query.limit;
+      const rawLimit = input.values.limit;
       const limit = rawLimit === undefined ? 500 : Number(rawLimit);
       if (typeof rawLimit !== 'undefined' && typeof rawLimit !== 'string' && typeof rawLimit !== 'number') throw new ApiError(400, 'BadRequest', 'limit: must be a whole number 1-1000');
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ApiError(400, 'BadRequest', `limit: must be a whole number 1-1000, got ${JSON.stringify(String(rawLimit))}`);
-      const app = input.params.appname;
+      const app = input.values.appname;
       if (app !== undefined && typeof app !== 'string') throw new ApiError(400, 'BadRequest', 'appname: must be a string');
       return d.tampering.list(app, limit);
     },
@@ -327,8 +331,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     },
     placementlocations: async () => locations(d.place, d.nodeIp, await installer.store.find({})),
     appexec: async (input) => {
-      const body = (input.body ?? {}) as Record<string, unknown>;
-      return execStream(engine, await resolveTarget(installer, body.appname), body);
+      return execStream(engine, await resolveTarget(installer, input.values.appname), input.values);
     },
 
     listrunningapps: async () => (await engine.listManaged(false)).map(view),
@@ -340,10 +343,10 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       return images.filter((i) => (i.RepoTags ?? []).some((t) => tags.has(t))).map((i) => ({ Id: i.Id, RepoTags: i.RepoTags, Size: i.Size, Created: i.Created }));
     },
     installedapps: async (input) => {
-      const q = input.params.appname ? { name: input.params.appname } : {};
-      return (await installer.store.find(q)).map((r) => ({ ...r.appSpecification, hash: r.hash, installedAt: r.installedAt, components: r.components.map(({ name, container, desired, imageId, stoppedReason, stoppedAt }) => ({ name, container, desired, ...(imageId ? { imageId } : {}), ...(stoppedReason ? { stoppedReason, stoppedAt } : {}) })) }));
+      const q = input.values.appname ? { name: input.values.appname } : {};
+      return (await installer.store.find(q)).map((r) => ({ ...redactSpec(r.appSpecification), hash: r.hash, installedAt: r.installedAt, components: r.components.map(({ name, container, desired, imageId, stoppedReason, stoppedAt }) => ({ name, container, desired, ...(imageId ? { imageId } : {}), ...(stoppedReason ? { stoppedReason, stoppedAt } : {}) })) }));
     },
-    availableapps: async () => (await registry.globals()).map((g) => g.appSpecification),
+    availableapps: async () => (await registry.globals()).map((g) => redactSpec(g.appSpecification)),
     coreusage: async () => {
       let cpu = 0;
       for (const rec of await installer.store.find({})) for (const c of normalise(rec.appSpecification).components) cpu += c.cpu;
@@ -361,33 +364,6 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       return t;
     },
   };
-
-  /** Recreate one component's container from the spec (its volume kept, or emptied when `wipe`). */
-  async function recreate(app: string, spec: AppSpec, i: number, hash: string, container: string, wipe: boolean, progress: (o: Record<string, unknown>) => void) {
-    const c = spec.components[i];
-    await engine.container(container).stop({ t: 10 }).catch(() => {});
-    await engine.removeContainer(container);
-    progress({ step: 'container', component: c.name, status: `Container ${container} removed` });
-    await engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
-    await engine.volumes.create(container, c.hdd);
-    if (wipe) {
-      await engine.volumes.wipe(container);
-      progress({ step: 'volume', component: c.name, status: `Data of ${container} removed` });
-    }
-    await engine.ensureNetwork(app);
-    await engine.createContainer(app, spec, i, hash);
-    await engine.container(container).start();
-    progress({ step: 'start', component: c.name, status: `Container ${container} started` });
-    // A redeploy by the owner may pull a newer image under the same tag: that image is the installed one
-    // from now on (the tampering checks compare against it).
-    const info = await engine.container(container).inspect();
-    const rec = await installer.installed(app);
-    const comp = rec?.components.find((x) => x.container === container);
-    if (rec && comp) {
-      comp.imageId = info.Image;
-      await installer.store.update({ name: app }, { $set: { components: rec.components } });
-    }
-  }
 }
 
 /** The listing fields of a container (Docker's names). */

@@ -22,6 +22,8 @@ import { Reconciler } from './reconciler.ts';
 import { Registry } from './registry.ts';
 import { checkSpecification } from './spec-rules.ts';
 import { Volumes } from './volumes.ts';
+import { Updater } from './updates.ts';
+import { redactSpec, Secrets } from './secrets.ts';
 import { appsService, type AppsService, type InstalledAppView } from './api.ts';
 import { peerNetwork } from '../peers/api.ts';
 import { announceInstalls, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
@@ -157,11 +159,14 @@ export default definePlugin({
     const verify = (m: string, id: string, s: string) => ctx.identity.verifySignature(m, id, s);
     const base = path.resolve(ctx.node.dataDir, 'apps');
 
+    const secrets = Secrets.load(path.join(base, 'secret.key'));
     const registry = new Registry(
       { temporary: ctx.store('temporary'), permanent: ctx.store('permanent'), specs: ctx.store('specs') },
       ctx.clock,
       verify,
       cfg.temporaryMessageMinutes * 60_000,
+      secrets,
+      () => ctx.payments()?.tipHeight() ?? null,
     );
     await registry.init();
 
@@ -186,7 +191,7 @@ export default definePlugin({
     const price = (raw: Record<string, any>) => priceOf(checkSpecification(raw, rules()), cfg.price).satoshis;
 
     const volumes = new Volumes(cfg.volumesDir || path.join(base, 'volumes'), cfg.appsDir || path.join(base, 'mounts'));
-    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile }, volumes);
+    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile }, volumes, secrets);
     const installed = ctx.store('installed') as Collection<InstalledApp>;
     await installed.ensureIndex({ fieldName: 'name', unique: true });
     const installer = new Installer(engine, installed, policy, () => ctx.clock.now());
@@ -225,13 +230,16 @@ export default definePlugin({
     reconciler.start(cfg.reconcileIntervalMs);
     monitor.start(cfg.monitor.intervalMs);
     guard.start(cfg.guard.intervalMs);
+    // Updates and expiry look at the registry as often as payments are (they change with payments and blocks).
+    const updater = new Updater({ registry, installer, policy, rules, now: () => ctx.clock.now(), emit, forget: (c) => monitor.forget(c), log: ctx.log });
+    updater.start(cfg.paymentPollMs);
     const purge = setInterval(() => void registry.purgeTemporary().catch(() => {}), 60_000);
     purge.unref();
 
     announceInstalls(installer, emit);
     const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
     policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
-    const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp });
+    const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp, secrets });
     const handlers = { ...local, ...withGlobal(local as Record<string, PlainHandler>, ctx.peers), ...withPeerPlaces(local as Record<string, PlainHandler>, ctx.peers) };
     const view = (r: InstalledApp): InstalledAppView => ({
       name: r.name,
@@ -239,7 +247,7 @@ export default definePlugin({
       hash: r.hash,
       version: r.version,
       installedAt: r.installedAt,
-      specification: r.appSpecification,
+      specification: redactSpec(r.appSpecification),
       components: r.components.map((c) => {
         const spec = normalise(r.appSpecification).components.find((x) => x.name === c.name);
         return { name: c.name, container: c.container, desired: c.desired, containerData: spec?.containerData ?? '', mountpoint: volumes.mountpoint(c.container), mounted: volumes.isMounted(c.container) };
@@ -259,7 +267,7 @@ export default definePlugin({
       list: async () => (await installer.store.find({})).map(view),
       registered: async (name) => {
         const g = await registry.spec(name);
-        return g ? { hash: g.hash, specification: g.appSpecification } : null;
+        return g ? { hash: g.hash, specification: redactSpec(g.appSpecification) } : null;
       },
       stopComponent: async (app, name) => {
         const c = await component(app, name);
@@ -285,6 +293,7 @@ export default definePlugin({
         dropOwners();
         ctx.gates.set(POLICY_GATE, false);
         await payments.stop();
+        await updater.stop();
         await reconciler.stop();
         await guard.stop();
         await monitor.stop();

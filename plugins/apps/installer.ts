@@ -8,7 +8,7 @@ import { ApiError, type Collection } from '../../core/plugin-api.ts';
 import { Engine, describeDockerError, ignore404, type Progress } from './engine.ts';
 import { containerName } from './names.ts';
 import type { PolicyHolder } from './policy.ts';
-import type { AppSpec } from './spec.ts';
+import { normalise, type AppSpec } from './spec.ts';
 
 export interface InstalledComponent {
   name: string;
@@ -90,8 +90,16 @@ export class Installer {
       component = undefined;
       progress({ step, status: `Checks of ${app} passed` });
 
-      // Network, pulls and volumes do not depend on each other: made at once (the install bench measured
-      // them one after the other at about 1.5x the time of docker create + start), then the containers.
+      // What each part needs, measured with `npm run bench:apps` and scripts/bench/apps-start-profile.ts
+      // (busy 2-core machine): the container start alone takes ~550-650 ms of Docker's time (as long as the
+      // CLI's whole create + start of a plain container), so everything before it must be short. The volume
+      // (fallocate + mkfs + loop mount, ~140 ms) was the longest part, and the containers were created only
+      // after it, after the network (~45 ms) and after the pull's registry round trip (~80 ms) even for a
+      // cached image: create waited ~180 ms. A container needs its network and its image to be created, but
+      // its volume only to start, so now: network, pull and volume at once; each container is created as
+      // soon as its network and image are there (a cached image at once, while the pull asks the registry
+      // whether the tag moved; if it did, the container is created again from the new image); start once
+      // the volumes are mounted.
       const failed: { step: string; component?: string; error: unknown }[] = [];
       const task = (st: string, comp: string | undefined, fn: () => Promise<void>) =>
         fn().catch((error) => {
@@ -103,40 +111,45 @@ export class Installer {
         throw failed[0].error;
       };
       step = 'prepare';
-      await Promise.all([
-        task('network', undefined, async () => {
-          const net = await this.engine.ensureNetwork(app);
-          if (net.created) undo.push({ what: `network ${net.name}`, fn: () => this.engine.removeNetwork(app) });
-          progress({ step: 'network', status: `Network ${net.name} ${net.created ? 'created' : 'present'}` });
-        }),
-        ...spec.components.map((c) =>
-          task('pull', c.name, async () => {
-            const had = await this.engine.hasImage(c.repotag);
-            progress({ step: 'pull', component: c.name, status: `Pulling image ${c.repotag}` });
-            if (!had) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
-            await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
-          }),
-        ),
-        ...spec.components.map((c) =>
-          task('volume', c.name, async () => {
-            const name = containerName(app, c.name, spec.version);
+      const network = task('network', undefined, async () => {
+        const net = await this.engine.ensureNetwork(app);
+        if (net.created) undo.push({ what: `network ${net.name}`, fn: () => this.engine.removeNetwork(app) });
+        progress({ step: 'network', status: `Network ${net.name} ${net.created ? 'created' : 'present'}` });
+      });
+      // Asked at once, awaited per component after its volume has started (the volume is the longest part).
+      const cachedAll = Promise.all(spec.components.map((c) => this.engine.hasImage(c.repotag)));
+      await Promise.all(
+        spec.components.map(async (c, i) => {
+          const name = containerName(app, c.name, spec.version);
+          const volume = task('volume', c.name, async () => {
             undo.push({ what: `volume of ${name}`, fn: () => this.engine.volumes.remove(name) });
             await this.engine.volumes.create(name, c.hdd);
             progress({ step: 'volume', component: c.name, status: `Volume of ${c.hdd} GB mounted at ${this.engine.volumes.mountpoint(name)}` });
-          }),
-        ),
-      ]);
-      settle();
-      step = 'create';
-      await Promise.all(
-        spec.components.map((c, i) =>
-          task('create', c.name, async () => {
-            const name = containerName(app, c.name, spec.version);
-            undo.push({ what: `container ${name}`, fn: () => this.engine.removeContainer(name) });
-            await this.engine.createContainer(app, spec, i, hash);
-            progress({ step: 'create', component: c.name, status: `Container ${name} created` });
-          }),
-        ),
+          });
+          const cached = await cachedAll;
+          const create = (again: boolean) =>
+            task('create', c.name, async () => {
+              if (again) await this.engine.removeContainer(name);
+              else undo.push({ what: `container ${name}`, fn: () => this.engine.removeContainer(name) });
+              await this.engine.createContainer(app, spec, i, hash);
+              progress({ step: 'create', component: c.name, status: `Container ${name} ${again ? 'created again: the tag names a newer image' : 'created'}` });
+            });
+          const pulled = task('pull', c.name, async () => {
+            progress({ step: 'pull', component: c.name, status: `Pulling image ${c.repotag}` });
+            if (!cached[i]) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
+            await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
+          });
+          const created = (async () => {
+            await network;
+            if (!cached[i]) await pulled;
+            if (!failed.length) await create(false);
+          })();
+          await Promise.all([pulled, volume, created]);
+          if (cached[i] && !failed.length) {
+            const [image, made] = await Promise.all([this.engine.docker.getImage(c.repotag).inspect(), this.engine.container(name).inspect()]);
+            if (image.Id !== made.Image) await create(true);
+          }
+        }),
       );
       settle();
       step = 'start';
@@ -196,6 +209,69 @@ export class Installer {
     await this.engine.removeNetwork(app);
     progress({ step: 'network', status: `Network of ${app} removed` });
     await this.store.remove({ name: app }, { multi: true });
+  }
+
+  /**
+   * Recreate one component's container from `spec` (its volume kept, or emptied when `wipe`): a redeploy by
+   * the owner, and each component of a soft update.
+   */
+  async recreate(app: string, spec: AppSpec, i: number, hash: string, container: string, wipe: boolean, progress: Progress): Promise<void> {
+    const c = spec.components[i];
+    await this.engine.container(container).stop({ t: 10 }).catch(() => {});
+    await this.engine.removeContainer(container);
+    progress({ step: 'container', component: c.name, status: `Container ${container} removed` });
+    await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
+    await this.engine.volumes.create(container, c.hdd);
+    if (wipe) {
+      await this.engine.volumes.wipe(container);
+      progress({ step: 'volume', component: c.name, status: `Data of ${container} removed` });
+    }
+    await this.engine.ensureNetwork(app);
+    await this.engine.createContainer(app, spec, i, hash);
+    await this.engine.container(container).start();
+    progress({ step: 'start', component: c.name, status: `Container ${container} started` });
+    // A redeploy may pull a newer image under the same tag: that image is the installed one from now on
+    // (the tampering checks compare against it).
+    const info = await this.engine.container(container).inspect();
+    const rec = await this.installed(app);
+    const comp = rec?.components.find((x) => x.container === container);
+    if (rec && comp) {
+      comp.imageId = info.Image;
+      await this.store.update({ name: app }, { $set: { components: rec.components } });
+    }
+  }
+
+  /**
+   * Move an installed app to a newer global specification. Soft (containers recreated from the new spec on
+   * their kept volumes) when the components and each one's `hdd` are unchanged, as the reference decides;
+   * hard (removed and installed again, data lost) when a component came, went, was renamed or resized. The
+   * new images are pulled first, so a registry that fails leaves the running app as it is.
+   */
+  async update(rec: InstalledApp, spec: AppSpec, hash: string, progress: Progress): Promise<'soft' | 'hard'> {
+    const old = normalise(rec.appSpecification);
+    const same =
+      old.components.length === spec.components.length &&
+      spec.components.every((c, i) => containerName(rec.name, c.name, spec.version) === rec.components[i]?.container && c.hdd === old.components[i].hdd);
+    for (const c of spec.components) {
+      const blocked = this.policy.blocks(c.repotag);
+      if (blocked) throw new StepError('check', c.name, blocked);
+      await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
+    }
+    if (!same) {
+      await this.remove(rec.name, false, progress);
+      await this.install(spec, hash, progress);
+      return 'hard';
+    }
+    const desired = new Map(rec.components.map((c) => [c.name, c]));
+    for (const [i, c] of rec.components.entries()) {
+      // A component its owner stopped stays stopped (recreated, not started).
+      await this.recreate(rec.name, spec, i, hash, c.container, false, progress);
+      if (desired.get(c.name)?.desired === 'stopped') await this.engine.container(c.container).stop({ t: 10 }).catch(ignoreNotRunning);
+    }
+    // The record moves to the new spec once every container runs it (a failure midway is tried again).
+    await this.store.update({ name: rec.name }, { $set: { hash, owner: spec.owner, version: spec.version, appSpecification: spec.raw } });
+    for (const c of old.components) if (!spec.components.some((n) => n.repotag === c.repotag) && (await this.engine.removeImageIfUnused(c.repotag))) progress({ step: 'image', status: `Image ${c.repotag} removed` });
+    return 'soft';
   }
 
   /** Set the desired state of some components of an installed app. */

@@ -6,6 +6,13 @@
  */
 import crypto from 'node:crypto';
 import { ApiError, type Clock, type Collection } from '../../core/plugin-api.ts';
+import { hasPlainRepoauth, type Secrets } from './secrets.ts';
+
+/** Blocks an app lives without an `expire` of its own (v1-5, and the v6+ default). */
+export const DEFAULT_EXPIRE = 22_000;
+
+/** The height from which an app is no longer global: its last paid message's height plus its `expire`. */
+export const expireHeightOf = (height: number, spec: Record<string, any>) => height + (Number.isInteger(spec.expire) ? spec.expire : DEFAULT_EXPIRE);
 
 export interface AppMessage {
   type: string;
@@ -40,6 +47,8 @@ export interface GlobalSpec {
   /** The message hashes of the app in chain order. */
   hashes: string[];
   appSpecification: Record<string, any>;
+  /** `height + expire`: from this chain height on the app has expired and is no longer global. */
+  expireHeight: number;
 }
 
 export const REGISTER_TYPES = ['coreappregister', 'legacyappregister'];
@@ -67,6 +76,9 @@ export class Registry {
     private readonly clock: Clock,
     private readonly verify: (message: string, id: string, signature: string) => boolean,
     private readonly temporaryMs: number,
+    private readonly secrets: Secrets,
+    /** The chain height the explorer has scanned, or null (then nothing counts as expired). */
+    private readonly tip: () => number | null = () => null,
   ) {}
 
   async init(): Promise<void> {
@@ -75,6 +87,28 @@ export class Registry {
       this.s.permanent.ensureIndex({ fieldName: 'hash', unique: true }),
       this.s.specs.ensureIndex({ fieldName: 'name', unique: true }),
     ]);
+    // Records written before repoauth was sealed: sealed now, and the files rewritten without the plain text.
+    for (const c of [this.s.temporary, this.s.permanent, this.s.specs] as Collection<{ _id?: string; appSpecification: Record<string, any> }>[]) {
+      let changed = 0;
+      for (const d of await c.find({})) {
+        if (!hasPlainRepoauth(d.appSpecification)) continue;
+        await c.update({ _id: d._id }, { $set: { appSpecification: this.secrets.sealSpec(d.appSpecification) } });
+        changed++;
+      }
+      if (changed) await c.load();
+    }
+  }
+
+  /** Whether a global spec has expired at the scanned height. */
+  expired(g: GlobalSpec): boolean {
+    const tip = this.tip();
+    return tip !== null && tip >= (g.expireHeight ?? expireHeightOf(g.height, g.appSpecification));
+  }
+
+  /** A registered app whose `expire` has run out (the node removes it where it runs), or null. */
+  async expiredSpec(name: string): Promise<GlobalSpec | null> {
+    const g = await this.stored(name);
+    return g && this.expired(g) ? g : null;
   }
 
   /**
@@ -101,7 +135,8 @@ export class Registry {
     }
     if (!this.verify(signedText(m), signer, m.signature)) throw new ApiError(400, 'InvalidSignature', `Invalid signature: the message is not signed by ${kind === 'update' ? 'the current owner ' : ''}${signer}`);
     const hash = messageHash(m);
-    const doc: TemporaryMessage = { type: m.type, version: m.version, appSpecification: m.appSpecification, timestamp: m.timestamp, signature: m.signature, hash, signer, receivedAt: now, expireAt: now + this.temporaryMs };
+    // repoauth is sealed before anything is stored (secrets.ts); the hash and signature cover the plain text.
+    const doc: TemporaryMessage = { type: m.type, version: m.version, appSpecification: this.secrets.sealSpec(m.appSpecification), timestamp: m.timestamp, signature: m.signature, hash, signer, receivedAt: now, expireAt: now + this.temporaryMs };
     await this.s.temporary.update({ hash }, doc, { upsert: true });
     return hash;
   }
@@ -130,10 +165,20 @@ export class Registry {
     if (filter.hash) q.hash = filter.hash;
     if (filter.owner) q.owner = filter.owner;
     if (filter.appname) q.name = filter.appname;
-    return (await this.s.specs.find(q)).map((d) => strip(d)!).sort((a, b) => a.name.localeCompare(b.name));
+    return (await this.s.specs.find(q))
+      .filter((d) => !this.expired(d))
+      .map((d) => strip(d)!)
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** The global spec of an app (expired apps are not global). */
   async spec(name: string): Promise<GlobalSpec | null> {
+    const g = await this.stored(name);
+    return g && !this.expired(g) ? g : null;
+  }
+
+  /** The derived spec record, expired or not. */
+  private async stored(name: string): Promise<GlobalSpec | null> {
     if (typeof name !== 'string' || !name) return null;
     // Names are unique ignoring case, as the reference looks them up.
     const exact = await this.s.specs.findOne({ name });
@@ -175,11 +220,14 @@ export class Registry {
     const msgs = await this.permanent({ appname: name });
     let state: GlobalSpec | null = null;
     for (const m of msgs) {
-      if (!state) {
+      // An app whose expire ran out before this message is gone: only a new registration brings the name back.
+      const lapsed = state !== null && m.height >= (state as GlobalSpec).expireHeight;
+      if (!state || lapsed) {
         if (!REGISTER_TYPES.includes(m.type)) continue;
-        state = { name, owner: m.appSpecification.owner, originalOwner: m.appSpecification.owner, hash: m.hash, height: m.height, hashes: [m.hash], appSpecification: m.appSpecification };
+        state = { name, owner: m.appSpecification.owner, originalOwner: m.appSpecification.owner, hash: m.hash, height: m.height, hashes: [m.hash], appSpecification: m.appSpecification, expireHeight: expireHeightOf(m.height, m.appSpecification) };
       } else if (UPDATE_TYPES.includes(m.type) && m.signer === (state as GlobalSpec).owner) {
-        state = { ...(state as GlobalSpec), owner: m.appSpecification.owner, hash: m.hash, height: m.height, hashes: [...(state as GlobalSpec).hashes, m.hash], appSpecification: m.appSpecification };
+        // An update starts the expiry count again from its own block, with its own `expire`.
+        state = { ...(state as GlobalSpec), owner: m.appSpecification.owner, hash: m.hash, height: m.height, hashes: [...(state as GlobalSpec).hashes, m.hash], appSpecification: m.appSpecification, expireHeight: expireHeightOf(m.height, m.appSpecification) };
       }
     }
     if (state) await this.s.specs.update({ name }, state, { upsert: true });

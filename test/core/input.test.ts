@@ -63,6 +63,14 @@ describe('manifest input (merged path, body and query)', () => {
     assert.equal(Object.getPrototypeOf(run({ hash: 'ab' }, {}, JSON.parse('{"__proto__": {"polluted": 1}}'))), null);
   });
 
+  it('additionalProperties: false refuses an undeclared key (named with its source) instead of dropping it', () => {
+    const closed = route(['  - id: demo.c', '    path: /c/:app', '    handler: h', '    inputFrom: [path, query]', '    input:', '      additionalProperties: false', '      properties: { app: { type: string }, limit: { type: integer } }', ''].join('\n')).bound;
+    const run2 = (path: Record<string, unknown>, query: Record<string, unknown>) => closed.validateInput!({ path, query, body: undefined });
+    assert.deepEqual({ ...run2({ app: 'a' }, { limit: '5' }) }, { app: 'a', limit: 5 });
+    assert.equal(refusal(() => run2({ app: 'a' }, { 'limit[$gt]': '0' })), 'Invalid query input: limit[$gt] is not a known key');
+    assert.equal(refusal(() => run2({ app: 'a' }, { other: '1' })), 'Invalid query input: other is not a known key');
+  });
+
   it('refuses with the source and the property in the node API words', () => {
     assert.equal(refusal(() => run({})), 'Invalid input: hash is required');
     assert.equal(refusal(() => run({ hash: 'ab', n: '1e3' })), 'Invalid path input: n must be an integer');
