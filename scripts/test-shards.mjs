@@ -5,10 +5,13 @@
  * that share nothing run side by side. Each shard's output is printed whole when it ends (in shard order),
  * then one closing line `N passed, N failed` over all of them; the exit code is non-zero if any failed.
  *
- * Shards hold areas that must not overlap: only one runs Docker (one default bridge per machine).
+ * A dockerd needs the default bridge `docker0`, and there is one per network namespace: run as root, each
+ * shard runs in a network namespace of its own (loopback only, removed afterwards), so several shards can
+ * each run a dockerd, and no test run adds a bridge to the machine's own network. Without root the shards
+ * share the machine's namespace, and only one of them may use Docker.
  * CORENODE_TEST_SHARDS=1 runs everything in one process, in the same order.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,14 +36,49 @@ const shards = (one ? [SHARDS.flat()] : SHARDS).map((areas) => areas.filter((a) 
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'corenode-shards-'));
 const started = Date.now();
 
+const namespaces = new Set();
+// Interrupted (Ctrl-C, CI timeout): remove the namespaces made so far.
+process.on('exit', () => {
+  for (const n of namespaces) {
+    try {
+      execFileSync('ip', ['netns', 'del', n], { stdio: 'ignore' });
+    } catch {}
+  }
+});
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+/** A fresh network namespace with loopback up, or null where namespaces cannot be made (not root). */
+function makeNetns(i) {
+  if (process.getuid?.() !== 0 || process.env.CORENODE_TEST_NETNS === '0') return null;
+  const name = `corenode-test-${process.pid}-${i}`;
+  try {
+    execFileSync('ip', ['netns', 'add', name], { stdio: 'ignore' });
+    namespaces.add(name);
+    execFileSync('ip', ['-n', name, 'link', 'set', 'lo', 'up'], { stdio: 'ignore' });
+    return name;
+  } catch {
+    return null;
+  }
+}
+
 function run(areas, i) {
   const log = path.join(out, `shard-${i}.log`);
   const fd = fs.openSync(log, 'w');
   const globs = areas.map((a) => `${a}/**/*.test.ts`);
-  const child = spawn('npx', ['--no-install', 'mocha', ...globs], { cwd: root, stdio: ['ignore', fd, fd] });
+  const netns = makeNetns(i);
+  const mocha = ['npx', '--no-install', 'mocha', ...globs];
+  // nsenter rather than `ip netns exec`, which remounts /sys: dockerd then fails to start.
+  const [cmd, ...args] = netns ? ['nsenter', `--net=/run/netns/${netns}`, '--', ...mocha] : mocha;
+  const child = spawn(cmd, args, { cwd: root, stdio: ['ignore', fd, fd] });
   return new Promise((resolve) => {
     child.on('exit', (code, signal) => {
       fs.closeSync(fd);
+      if (netns) {
+        try {
+          execFileSync('ip', ['netns', 'del', netns], { stdio: 'ignore' });
+          namespaces.delete(netns);
+        } catch {}
+      }
       const text = fs.readFileSync(log, 'utf8');
       const m = [...text.matchAll(/^(\d+) passed, (\d+) failed/gm)].pop();
       resolve({ areas, code: code ?? 1, signal, text, passed: m ? Number(m[1]) : 0, failed: m ? Number(m[2]) : 1, secs: Math.round((Date.now() - started) / 1000) });

@@ -210,7 +210,8 @@ describe('deployer safety (real service process)', function () {
         sock.on('error', () => {});
       });
     });
-    assert.ok(cut >= 1900 && cut < 4000, `slow sender cut after ${cut} ms (WEBHOOK_TIMEOUT 2000)`);
+    // The upper bound only tells "near the timeout" from "at the old 30 s check" (a busy machine is slow).
+    assert.ok(cut >= 1900 && cut < 20_000, `slow sender cut after ${cut} ms (WEBHOOK_TIMEOUT 2000)`);
 
     // `Expect: 100-continue`: the client sends its body only once the server asks for it.
     const ask = (headers: Record<string, string> = {}) =>
@@ -245,7 +246,7 @@ describe('deployer safety (real service process)', function () {
     await waitFor(async () => (await d.get('/health').catch(() => null))?.status === 200, 'the service after the flood');
   });
 
-  it('with verification on: unsigned bodies are never read, forged signatures do not spend the budget, and after a burst the newest commit deploys', async () => {
+  it('with verification on: unsigned deliveries are refused (small ones drained, so the git host reads its 401 or 429), forged signatures do not spend the budget, and after a burst the newest commit deploys', async () => {
     const repo = new Repo();
     cleanup.push(() => repo.remove());
     const first = repo.commit(nodeApp('first'), 'first');
