@@ -39,7 +39,9 @@ export function runArgv(argv: string[], opts: RunOptions): Promise<RunResult> {
       clearTimeout(timer);
       reject(new ApiError(500, 'CommandFailed', `Cannot run ${argv[0]}: ${e.code ?? e.message}`));
     });
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': a process can exit before its output has been read, and under load `git
+    // rev-parse` then answered an empty branch name (DetachedHead, seen at load 26).
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
       if (signal === 'SIGKILL') timedOut = true;
       if (opts.logFile) {
