@@ -115,9 +115,14 @@ export class PgExplorerStore implements ExplorerStore {
   private async tx<T>(fn: (c: pg.PoolClient, tip: Tip | null) => Promise<T>): Promise<T> {
     const c = await this.db.connect();
     try {
-      // One round trip (simple protocol, several statements): start, relax the commit, take the lock, read the tip.
+      // One round trip (simple protocol, several statements): start, relax the commit, steer the planner, take
+      // the lock, read the tip. A run's statements join arrays of a few hundred outpoints with tables of
+      // millions of rows, where one index lookup per key is right whatever the sizes; the planner chose a
+      // hash join over a sequential scan of the whole outputs table instead (EXPLAIN ANALYZE: 22 ms of a
+      // lookup at 15,000 rows, and growing with the table; the run's write 84 of its 118 ms at 1,000
+      // regtest-sized blocks, scripts/bench/explorer-pg-runs.ts), so hash and merge joins are off here.
       const answers = (await c.query(
-        `BEGIN; SET LOCAL synchronous_commit TO OFF; SELECT pg_advisory_xact_lock(${WRITER_LOCK}); SELECT value FROM explorer_meta WHERE key = 'tip'`,
+        `BEGIN; SET LOCAL synchronous_commit TO OFF; SET LOCAL enable_hashjoin TO OFF; SET LOCAL enable_mergejoin TO OFF; SELECT pg_advisory_xact_lock(${WRITER_LOCK}); SELECT value FROM explorer_meta WHERE key = 'tip'`,
       )) as unknown as pg.QueryResult<{ value: string }>[];
       const row = answers.at(-1)?.rows[0];
       const out = await fn(c, row ? (JSON.parse(row.value) as Tip) : null);

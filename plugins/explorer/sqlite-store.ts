@@ -26,6 +26,10 @@ export interface SqliteStoreOptions {
   undoDepth: number;
   /** SQLite page cache in MB (per connection). Writes of a long catch-up gain from more; reads need little. */
   cacheMb?: number;
+  /** Page size of a new index file (bytes; an existing file keeps its own). For the write-pattern benchmark. */
+  pageSize?: number;
+  /** Outputs and spends written per transaction at most. For the write-pattern benchmark. */
+  rowsPerTransaction?: number;
   /** Test hook: called after each write step, inside the transaction; throwing there simulates a crash. */
   faultAt?: (step: WriteStep) => void;
 }
@@ -63,6 +67,7 @@ const toUtxo = (r: Row): Utxo => ({
  * to ~2 s behind a full transaction while catching up on full blocks; at the tip a run is one block.
  */
 const ROWS_PER_TRANSACTION = 20_000;
+const PAGE_SIZE = 4096;
 
 /**
  * Schema 1 summed an address's outputs per balance request (505 ms for an address with 1M outputs, and the
@@ -94,6 +99,8 @@ export class SqliteExplorerStore implements ExplorerStore {
     const db = new Database(this.file);
     this.db = db;
     // WAL: a run commits with one append and one fsync; readers in other processes see the last commit.
+    // Before the first table: the page size of a new file (see PAGE_SIZE).
+    db.pragma(`page_size = ${this.opts.pageSize ?? PAGE_SIZE}`);
     db.pragma('journal_mode = WAL');
     // NORMAL under WAL: a kill of the process loses nothing committed (only a power cut may lose the last runs,
     // which the scanner fetches again: the tip moves with them).
@@ -165,7 +172,7 @@ export class SqliteExplorerStore implements ExplorerStore {
     let rows = 0;
     for (const b of blocks) {
       const n = b.outputs.length + b.spends.length;
-      if (chunk.length && rows + n > ROWS_PER_TRANSACTION) {
+      if (chunk.length && rows + n > (this.opts.rowsPerTransaction ?? ROWS_PER_TRANSACTION)) {
         await this.applyRun(chunk);
         await new Promise((r) => setImmediate(r));
         chunk = [];
