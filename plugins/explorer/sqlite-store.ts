@@ -110,6 +110,8 @@ export class SqliteExplorerStore implements ExplorerStore {
     // Checkpoint the log every 40 MB rather than 4 MB: fewer fsyncs of the main file while catching up
     // (7,400 against 5,600 outputs/s measured with 4,000-row transactions).
     db.pragma('wal_autocheckpoint = 10000');
+    // A long catch-up grows the log to its largest transaction; give the disk back after each checkpoint.
+    db.pragma(`journal_size_limit = ${64 * 2 ** 20}`);
     db.exec(SCHEMA_SQL);
     const version = (db.prepare(`SELECT value FROM meta WHERE key = 'schema'`).get() as { value: string } | undefined)?.value;
     if (version === undefined) db.prepare(`INSERT INTO meta VALUES ('schema', ?)`).run(SCHEMA);
@@ -200,6 +202,15 @@ export class SqliteExplorerStore implements ExplorerStore {
     // the committed state, and the one writer (the scanner) waits for this call before the next.
     const plan = await planRun(blocks, lookup);
     const last = blocks.at(-1)!;
+    // Rows go in key order of the table they land in: each B-tree is walked once from left to right, so a page
+    // is dirtied, written and left behind rather than visited again at random (outputs by txid, entries and
+    // balances by address; the outputs' by-address index still gets them at random).
+    const byTxid = (x: { txid: string }, y: { txid: string }) => (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : 0);
+    const byAddress = (x: { address: string }, y: { address: string }) => (x.address < y.address ? -1 : x.address > y.address ? 1 : 0);
+    plan.removed.sort(byTxid);
+    plan.created.sort(byTxid);
+    plan.txs.sort(byAddress);
+    const balances = [...plan.balances].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
     const write = db.transaction(() => {
       for (const u of plan.undo) st.putJournal.run(u.height, u.hash, u.prev, packUndo(u));
       fault('journal');
@@ -207,7 +218,7 @@ export class SqliteExplorerStore implements ExplorerStore {
       fault('spent');
       for (const o of plan.created) st.putOutput.run(hex(o.txid), o.vout, o.address, o.height, o.satoshis, hex(o.scriptPubKey), o.coinbase ? 1 : 0);
       for (const t of plan.txs) st.putTx.run(t.address, -t.height, hex(t.txid));
-      for (const [a, d] of plan.balances) st.addBalance.run(a, d);
+      for (const [a, d] of balances) st.addBalance.run(a, d);
       fault('added');
       st.setTip.run(JSON.stringify({ height: last.height, hash: last.hash }));
       fault('tip');
