@@ -310,6 +310,8 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
   let openMs = NaN;
   let firstLogMs = NaN;
   let listeningMs = NaN;
+  /** Every log line until the first answer with when it came: the longest gaps say where the start goes. */
+  const timeline: [number, string][] = [];
   let buffered = '';
   child.stdout!.on('data', (d) => {
     if (Number.isNaN(firstLogMs)) firstLogMs = performance.now() - t0;
@@ -318,6 +320,10 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       const line = buffered.slice(0, i);
       buffered = buffered.slice(i + 1);
       if (line.includes('explorer: index open')) openMs = JSON.parse(line).openMs;
+      try {
+        const j = JSON.parse(line) as { msg?: string; plugin?: string };
+        timeline.push([performance.now() - t0, `${j.msg ?? ''}${j.plugin ? ` ${j.plugin}` : ''}`]);
+      } catch {}
       if (line.includes('listening') && Number.isNaN(listeningMs)) listeningMs = performance.now() - t0;
     }
   });
@@ -332,6 +338,11 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     }
     const startMs = performance.now() - t0;
     const rssStart = rssOf(child.pid!);
+    const gaps = timeline.map(([ms, msg], i) => ({ gap: ms - (i ? timeline[i - 1][0] : 0), at: ms, msg })).sort((a, b) => b.gap - a.gap);
+    const longest = gaps
+      .slice(0, 4)
+      .map((g) => `${(g.gap / 1000).toFixed(2)} s before "${g.msg}" (at ${(g.at / 1000).toFixed(2)} s)`)
+      .join('; ');
     const time = async (p: string) => {
       const t = performance.now();
       const a = await fetchAnswer(base + p);
@@ -376,6 +387,8 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     console.log(
       `serving (${kind}, ${LAUNCH}): start to first answer ${(startMs / 1000).toFixed(2)} s: code loaded (first log line) at ${(firstLogMs / 1000).toFixed(2)} s, listening with every plugin set up at ${(listeningMs / 1000).toFixed(2)} s (store open ${openMs} ms), then one balance with the daemon's address check`,
     );
+    console.log(`  longest gaps between the node's log lines: ${longest}`);
+    console.log(`  the node's log lines until then: ${timeline.map(([ms, msg]) => `${(ms / 1000).toFixed(2)} ${msg}`).join(' | ')}`);
     console.log(`  RSS ${mb(rssStart.rss)} at first answer, ${mb(rss.rss)} after the queries (peak ${mb(rss.hwm)})`);
     console.log(`  HTTP /explorer/scannedheight (baseline: no store read, no address check): ${f(baseline)}`);
     console.log(`  HTTP /explorer/balance, 1000 typical addresses: ${f(balance)} (first ask, with the daemon's address check: ${f(balanceFirst)})`);
