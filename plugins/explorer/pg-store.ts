@@ -303,7 +303,7 @@ export class PgExplorerStore implements ExplorerStore {
   }
 
   async balance(address: string): Promise<bigint> {
-    const r = await this.db.query<{ s: string }>({ name: 'balance', text: 'SELECT satoshis::text AS s FROM explorer_balance WHERE address = $1', values: [address] });
+    const r = await this.db.query<{ s: string }>({ name: 'explorer_balance', text: 'SELECT satoshis::text AS s FROM explorer_balance WHERE address = $1', values: [address] });
     return BigInt(r.rows[0]?.s ?? 0);
   }
 
