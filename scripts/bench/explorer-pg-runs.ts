@@ -3,12 +3,15 @@
  * earlier runs) written through the store's own `applyBlocks` in runs of 32, each statement timed from the
  * client (the round trip: sending, the server's work, the answer), against the CPU time of this process.
  *
- *   npx tsx scripts/bench/explorer-pg-runs.ts [--blocks 2000]
+ *   npx tsx scripts/bench/explorer-pg-runs.ts [--blocks 2000] [--store sqlite]
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
+import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
 import type { ParsedBlock, Utxo } from '../../plugins/explorer/store.ts';
 import { startPostgres } from '../../test/explorer/postgres.ts';
 
@@ -17,6 +20,8 @@ const arg = (name: string, dflt: string) => {
   return i > 0 ? process.argv[i + 1] : dflt;
 };
 const BLOCKS = Number(arg('blocks', '2000'));
+/** `--store sqlite`: the same runs into the embedded store (its writes are this process's CPU). */
+const STORE = arg('store', 'postgres');
 const h = (s: string) => createHash('sha256').update(s).digest('hex');
 
 const spent: Record<string, { n: number; ms: number }> = {};
@@ -38,10 +43,11 @@ const query = pg.Client.prototype.query as (...a: unknown[]) => Promise<unknown>
   return p;
 };
 
-const server = await startPostgres({ durable: true, settings: ['-c shared_buffers=256MB', '-c max_wal_size=8GB'] });
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'explorer-runs-'));
+const server = STORE === 'postgres' ? await startPostgres({ durable: true, settings: ['-c shared_buffers=256MB', '-c max_wal_size=8GB'] }) : null;
 try {
-  await server.createDatabase('runs');
-  const store = new PgExplorerStore({ url: server.url('runs'), undoDepth: 1000 });
+  await server?.createDatabase('runs');
+  const store = server ? new PgExplorerStore({ url: server.url('runs'), undoDepth: 1000 }) : new SqliteExplorerStore(path.join(dir, 'index.sqlite'), { undoDepth: 1000 });
   await store.open();
   const blocks: ParsedBlock[] = [];
   let prev = '';
@@ -55,10 +61,11 @@ try {
   }
   // The server's CPU time (every process of the cluster: backends, WAL writer, checkpointer) does not depend
   // on how busy the machine is, unlike the wall time.
-  const admin = new pg.Client({ connectionString: server.url('runs') });
-  await admin.connect();
+  const admin = server ? new pg.Client({ connectionString: server.url('runs') }) : null;
+  await admin?.connect();
   const tick = 100;
   const serverCpu = async () => {
+    if (!admin) return 0;
     const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity')).rows.map((r) => r.pid);
     let t = 0;
     for (const pid of pids) {
@@ -79,9 +86,9 @@ try {
   console.log(
     `${BLOCKS} blocks in ${runs} runs: ${ms.toFixed(0)} ms (${(ms / runs).toFixed(1)} ms a run); CPU a run: this process ${((c.user + c.system) / 1000 / runs).toFixed(1)} ms, the server ${(((await serverCpu()) - s0) / runs).toFixed(1)} ms`,
   );
-  await admin.end();
+  await admin?.end();
   for (const [k, v] of Object.entries(spent).sort((a, b) => b[1].ms - a[1].ms)) console.log(`  ${v.ms.toFixed(0).padStart(6)} ms  ${String(v.n).padStart(5)} x  ${(v.ms / v.n).toFixed(2)} ms  ${k}`);
-  if (process.argv.includes('--explain')) {
+  if (server && process.argv.includes('--explain')) {
     const c = new pg.Client({ connectionString: server.url('runs') });
     await c.connect();
     const keys = blocks.slice(100, 132).flatMap((b) => b.outputs.slice(0, 8));
@@ -94,5 +101,6 @@ try {
   }
   await store.close();
 } finally {
-  await server.stop();
+  await server?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
 }

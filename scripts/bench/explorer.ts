@@ -9,8 +9,9 @@
  * 2. Scale. A synthetic index of OUTPUTS unspent outputs and as many transaction entries (one transaction
  *    per output; one address holds BIG of them (1M, at most half), the rest spread over addresses holding
  *    ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
- *    outputs, undo records kept as configured), not through a daemon. Then a node (`core/cli/node.ts`, as
- *    `npm start` runs it) is started on it: time from spawn to the first answer of /explorer/balance, its
+ *    outputs, undo records kept as configured), not through a daemon. Then a node (dist/core/cli/node.js, as
+ *    `npm start` runs it; `--launch tsx`: the TypeScript sources) is started on it: time from spawn to the
+ *    first answer of /explorer/balance (and the node's log lines on the way), its
  *    RSS while serving, p50/p99 of /explorer/balance and /explorer/utxo for typical addresses over HTTP, and
  *    the big address's transactions listed page by page (cursor, 1,000 a page).
  *
@@ -349,8 +350,9 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       if (a.json?.status !== 'success') throw new Error(`${p}: ${a.text.slice(0, 200)}`);
       return { ms: performance.now() - t, a };
     };
-    // Typical addresses at random, each asked twice: the first answer includes the daemon's check that the
-    // address is of its network (validateaddress, then remembered), the second is the index alone.
+    // Typical addresses at random, each asked twice: the first answer may include the daemon's check that the
+    // address is of its network (validateaddress, asked once per address form, then remembered), the second
+    // is the index alone.
     const balance: number[] = [];
     const utxo: number[] = [];
     // The same host, plugin and connection without a store read or an address check: the in-run baseline.
@@ -391,7 +393,7 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     console.log(`  the node's log lines until then: ${timeline.map(([ms, msg]) => `${(ms / 1000).toFixed(2)} ${msg}`).join(' | ')}`);
     console.log(`  RSS ${mb(rssStart.rss)} at first answer, ${mb(rss.rss)} after the queries (peak ${mb(rss.hwm)})`);
     console.log(`  HTTP /explorer/scannedheight (baseline: no store read, no address check): ${f(baseline)}`);
-    console.log(`  HTTP /explorer/balance, 1000 typical addresses: ${f(balance)} (first ask, with the daemon's address check: ${f(balanceFirst)})`);
+    console.log(`  HTTP /explorer/balance, 1000 typical addresses: ${f(balance)} (first ask of each address, the daemon asked once per address form: ${f(balanceFirst)})`);
     console.log(`  HTTP /explorer/utxo, same addresses (${(outs / 1000).toFixed(1)} outputs each): ${f(utxo)} (first ask: ${f(utxoFirst)})`);
     console.log(`  HTTP /explorer/transactions of the big address: ${listed} entries in ${pages.length} pages of 1000 (cursor) in ${s1(listMs)}; page ${f(pages)}`);
     console.log(`  HTTP /explorer/balance of the big address (${listed} outputs): ${bigBalance.ms.toFixed(0)} ms`);
