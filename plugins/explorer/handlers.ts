@@ -1,7 +1,7 @@
 /** The /explorer route handlers: per-address reads, the sync check, and the operator's scanner controls. */
 import { ApiError, reply, type HandlerInput } from '../../core/plugin-api.ts';
 import { RpcError, type RpcClient } from '../daemon/api.ts';
-import { canonicalAddress } from './address.ts';
+import { addressForm, canonicalAddress } from './address.ts';
 import type { Scanner } from './scanner.ts';
 import type { ExplorerStore, Page, TxCursor, UtxoCursor } from './store.ts';
 
@@ -22,14 +22,20 @@ function fromDaemon(e: unknown): never {
   throw e;
 }
 
-/** The daemon says which network an address belongs to; answers are remembered (bounded). */
+/**
+ * The daemon says which network an address belongs to; answers are remembered (bounded), and so are the
+ * forms (`addressForm`) of the addresses it accepted, so an address of an accepted form is not asked.
+ */
 class AddressCheck {
   private readonly known = new Map<string, boolean>();
+  private readonly forms = new Set<string>();
   constructor(private readonly rpc: RpcClient) {}
 
   async valid(address: string): Promise<boolean> {
     const hit = this.known.get(address);
     if (hit !== undefined) return hit;
+    const form = addressForm(address);
+    if (form !== null && this.forms.has(form)) return true;
     let answer: { isvalid?: boolean };
     try {
       answer = await this.rpc.call<{ isvalid?: boolean }>('validateaddress', [address]);
@@ -40,6 +46,8 @@ class AddressCheck {
     }
     if (this.known.size >= 10_000) this.known.delete(this.known.keys().next().value!);
     this.known.set(address, answer.isvalid === true);
+    // A network has a handful of forms (key hash, script hash, segwit v0 and v1 programs); bounded anyway.
+    if (answer.isvalid === true && form !== null && this.forms.size < 64) this.forms.add(form);
     return answer.isvalid === true;
   }
 }

@@ -11,7 +11,8 @@
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { assertExtends, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
+import { KeptBlocks } from './kept-blocks.ts';
+import { addBalances, assertExtends, hex, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
 import { IndexInconsistentError, type ExplorerStore, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor, type WriteStep } from './store.ts';
 
 // pg loads when a PostgreSQL store is opened, not with the plugin: imported eagerly it cost every node
@@ -27,7 +28,8 @@ export interface PgStoreOptions {
   faultAt?: (step: WriteStep) => void;
 }
 
-const SCHEMA = '1';
+/** 2: the running balance per address (`explorer_balance`); an index of schema 1 gets it at open. */
+const SCHEMA = '2';
 /** Serialises writers of every node sharing the database (an arbitrary constant: "corenode explorer"). */
 const WRITER_LOCK = 0x636f7265;
 
@@ -40,6 +42,7 @@ CREATE INDEX IF NOT EXISTS explorer_utxo_by_address ON explorer_utxo (address, h
 CREATE TABLE IF NOT EXISTS explorer_tx (
   address text COLLATE "C" NOT NULL, nheight integer NOT NULL, txid bytea NOT NULL,
   PRIMARY KEY (address, nheight, txid));
+CREATE TABLE IF NOT EXISTS explorer_balance (address text COLLATE "C" PRIMARY KEY, satoshis bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS explorer_journal (height integer PRIMARY KEY, hash text NOT NULL, prev text NOT NULL, undo text NOT NULL);
 CREATE TABLE IF NOT EXISTS explorer_meta (key text PRIMARY KEY, value text NOT NULL);
 `;
@@ -54,40 +57,49 @@ const toUtxo = (r: Row): Utxo => ({
   scriptPubKey: r.script.toString('hex'),
   coinbase: r.coinbase,
 });
-const hex = (s: string) => Buffer.from(s, 'hex');
 
-const PUT_OUTPUTS = `INSERT INTO explorer_utxo SELECT * FROM unnest($1::bytea[], $2::int[], $3::text[], $4::int[], $5::int8[], $6::bytea[], $7::bool[]) ON CONFLICT DO NOTHING`;
-const DEL_OUTPUTS = `DELETE FROM explorer_utxo u USING unnest($1::bytea[], $2::int[]) AS d(txid, vout) WHERE u.txid = d.txid AND u.vout = d.vout`;
-const DEL_TXS = `DELETE FROM explorer_tx t USING unnest($1::text[], $2::int[], $3::bytea[]) AS d(address, nheight, txid)
-  WHERE t.address = d.address AND t.nheight = d.nheight AND t.txid = d.txid`;
+// Txids and scripts travel as hex text and are decoded by the server: node-postgres sends a Buffer as an escaped
+// hex string anyway, so hex -> Buffer -> escaped text in this process was two conversions for nothing.
+const OUTPUT_ROWS = (n: number) =>
+  `SELECT decode(t, 'hex'), v, a, h, s, decode(k, 'hex'), c FROM unnest($${n}::text[], $${n + 1}::int[], $${n + 2}::text[], $${n + 3}::int[], $${n + 4}::int8[], $${n + 5}::text[], $${n + 6}::bool[]) AS x(t, v, a, h, s, k, c)`;
+const PUT_OUTPUTS = `INSERT INTO explorer_utxo ${OUTPUT_ROWS(1)} ON CONFLICT DO NOTHING`;
+const TAKE_OUTPUTS = `DELETE FROM explorer_utxo u USING unnest($1::text[], $2::int[]) AS d(txid, vout) WHERE u.txid = decode(d.txid, 'hex') AND u.vout = d.vout
+  RETURNING u.address, u.satoshis`;
+const ADD_BALANCES = `INSERT INTO explorer_balance SELECT * FROM unnest($1::text[], $2::int8[])
+  ON CONFLICT (address) DO UPDATE SET satoshis = explorer_balance.satoshis + excluded.satoshis`;
+const DEL_TXS = `DELETE FROM explorer_tx t USING unnest($1::text[], $2::int[], $3::text[]) AS d(address, nheight, txid)
+  WHERE t.address = d.address AND t.nheight = d.nheight AND t.txid = decode(d.txid, 'hex')`;
 const SET_TIP = `INSERT INTO explorer_meta VALUES ('tip', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 
 const WRITE_RUN = `
 WITH journal AS (INSERT INTO explorer_journal SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[])),
-  spent AS (DELETE FROM explorer_utxo u USING unnest($5::bytea[], $6::int[]) AS d(txid, vout) WHERE u.txid = d.txid AND u.vout = d.vout),
-  outputs AS (INSERT INTO explorer_utxo SELECT * FROM unnest($7::bytea[], $8::int[], $9::text[], $10::int[], $11::int8[], $12::bytea[], $13::bool[]) ON CONFLICT DO NOTHING),
-  entries AS (INSERT INTO explorer_tx SELECT * FROM unnest($14::text[], $15::int[], $16::bytea[]) ON CONFLICT DO NOTHING),
-  pruned AS (DELETE FROM explorer_journal WHERE height <= $18)
+  spent AS (DELETE FROM explorer_utxo u USING unnest($5::text[], $6::int[]) AS d(txid, vout) WHERE u.txid = decode(d.txid, 'hex') AND u.vout = d.vout),
+  outputs AS (INSERT INTO explorer_utxo ${OUTPUT_ROWS(7)} ON CONFLICT DO NOTHING),
+  entries AS (INSERT INTO explorer_tx SELECT a, n, decode(t, 'hex') FROM unnest($14::text[], $15::int[], $16::text[]) AS x(a, n, t) ON CONFLICT DO NOTHING),
+  pruned AS (DELETE FROM explorer_journal WHERE height <= $18),
+  balances AS (INSERT INTO explorer_balance SELECT * FROM unnest($19::text[], $20::int8[])
+    ON CONFLICT (address) DO UPDATE SET satoshis = explorer_balance.satoshis + excluded.satoshis)
 INSERT INTO explorer_meta VALUES ('tip', $17) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 
 const outputColumns = (os: Utxo[]) => [
-  os.map((o) => hex(o.txid)),
+  os.map((o) => o.txid),
   os.map((o) => o.vout),
   os.map((o) => o.address),
   os.map((o) => o.height),
   os.map((o) => o.satoshis),
-  os.map((o) => hex(o.scriptPubKey)),
+  os.map((o) => o.scriptPubKey),
   os.map((o) => o.coinbase),
 ];
 
 export class PgExplorerStore implements ExplorerStore {
   private pool: pg.Pool | null = null;
-  private current: Tip | null = null;
-  private readonly recent = new Map<number, [string, string]>();
+  private readonly kept: KeptBlocks;
   /** One write at a time from this node (the advisory lock orders nodes). */
   private writing: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly opts: PgStoreOptions) {}
+  constructor(private readonly opts: PgStoreOptions) {
+    this.kept = new KeptBlocks(opts.undoDepth);
+  }
 
   private get db(): pg.Pool {
     if (!this.pool) {
@@ -107,9 +119,14 @@ export class PgExplorerStore implements ExplorerStore {
   private async tx<T>(fn: (c: pg.PoolClient, tip: Tip | null) => Promise<T>): Promise<T> {
     const c = await this.db.connect();
     try {
-      // One round trip (simple protocol, several statements): start, relax the commit, take the lock, read the tip.
+      // One round trip (simple protocol, several statements): start, relax the commit, steer the planner, take
+      // the lock, read the tip. A run's statements join arrays of a few hundred outpoints with tables of
+      // millions of rows, where one index lookup per key is right whatever the sizes; the planner chose a
+      // hash join over a sequential scan of the whole outputs table instead (EXPLAIN ANALYZE: 22 ms of a
+      // lookup at 15,000 rows, and growing with the table; the run's write 84 of its 118 ms at 1,000
+      // regtest-sized blocks, scripts/bench/explorer-pg-runs.ts), so hash and merge joins are off here.
       const answers = (await c.query(
-        `BEGIN; SET LOCAL synchronous_commit TO OFF; SELECT pg_advisory_xact_lock(${WRITER_LOCK}); SELECT value FROM explorer_meta WHERE key = 'tip'`,
+        `BEGIN; SET LOCAL synchronous_commit TO OFF; SET LOCAL enable_hashjoin TO OFF; SET LOCAL enable_mergejoin TO OFF; SELECT pg_advisory_xact_lock(${WRITER_LOCK}); SELECT value FROM explorer_meta WHERE key = 'tip'`,
       )) as unknown as pg.QueryResult<{ value: string }>[];
       const row = answers.at(-1)?.rows[0];
       const out = await fn(c, row ? (JSON.parse(row.value) as Tip) : null);
@@ -144,6 +161,11 @@ export class PgExplorerStore implements ExplorerStore {
       return this.tx(async (c) => {
         const v = (await c.query<{ value: string }>(`SELECT value FROM explorer_meta WHERE key = 'schema'`)).rows[0]?.value;
         if (v === undefined) await c.query(`INSERT INTO explorer_meta VALUES ('schema', $1)`, [SCHEMA]);
+        else if (v === '1')
+          // The balance table was just made: fill it from the outputs held (one scan), rather than rebuild from the daemon.
+          await c.query(
+            `DELETE FROM explorer_balance; INSERT INTO explorer_balance SELECT address, sum(satoshis) FROM explorer_utxo GROUP BY address; UPDATE explorer_meta SET value = '${SCHEMA}' WHERE key = 'schema'`,
+          );
         else if (v !== SCHEMA) throw new IndexInconsistentError(`explorer index: schema ${v}, this version reads ${SCHEMA}`);
         return this.load(c);
       });
@@ -153,91 +175,77 @@ export class PgExplorerStore implements ExplorerStore {
   /** Read the tip and the kept block hashes. */
   private async load(c: pg.PoolClient): Promise<Tip | null> {
     const tip = (await c.query<{ value: string }>(`SELECT value FROM explorer_meta WHERE key = 'tip'`)).rows[0];
-    this.current = tip ? (JSON.parse(tip.value) as Tip) : null;
-    this.recent.clear();
     const heads = await c.query<{ height: number; hash: string; prev: string }>('SELECT height, hash, prev FROM explorer_journal ORDER BY height');
-    for (const r of heads.rows) this.recent.set(r.height, [r.hash, r.prev]);
-    const top = heads.rows.at(-1)?.height;
-    if (this.current && top !== undefined && top !== this.current.height)
-      throw new IndexInconsistentError(`explorer index: the newest journal record (${top}) is not the scanned tip ${this.current.height}`);
-    return this.current;
+    return this.kept.load(tip ? (JSON.parse(tip.value) as Tip) : null, heads.rows);
   }
 
   /** Inside a write: the stored tip must be the one this node knows, else another node wrote meanwhile. */
   private async checkTip(c: pg.PoolClient, stored: Tip | null): Promise<void> {
-    if (stored?.height === this.current?.height && stored?.hash === this.current?.hash) return;
+    const known = this.kept.tip();
+    if (stored?.height === known?.height && stored?.hash === known?.hash) return;
     await this.load(c);
     throw new Error(`explorer index: another writer moved the tip to ${stored ? stored.height : 'nothing'}; continuing from there`);
   }
 
   tip(): Tip | null {
-    return this.current;
+    return this.kept.tip();
   }
 
   hashAt(height: number): string | null {
-    if (this.current && height === this.current.height) return this.current.hash;
-    const r = this.recent.get(height);
-    if (r) return r[0];
-    return this.recent.get(height + 1)?.[1] ?? null;
+    return this.kept.hashAt(height);
   }
 
   lowestUndoTarget(): number | null {
-    if (!this.current) return null;
-    let low = this.current.height;
-    while (this.recent.has(low)) low--;
-    return low;
+    return this.kept.lowestUndoTarget();
   }
 
   applyBlocks(blocks: ParsedBlock[]): Promise<void> {
     if (!blocks.length) return Promise.resolve();
     return this.serial(async () => {
-      assertExtends(this.current, blocks);
+      assertExtends(this.kept.tip(), blocks);
       const fault = this.opts.faultAt ?? (() => {});
       const last = blocks.at(-1)!;
       const plan = await this.tx(async (c, stored) => {
         await this.checkTip(c, stored);
         const lookup = async (keys: OutPoint[]) => {
-          const r = await c.query<Row>(
-            `SELECT u.* FROM explorer_utxo u JOIN unnest($1::bytea[], $2::int[]) AS d(txid, vout) ON u.txid = d.txid AND u.vout = d.vout`,
-            [keys.map((k) => hex(k.txid)), keys.map((k) => k.vout)],
-          );
+          const r = await c.query<Row>({
+            // Named: parsed once per connection, not per run.
+            name: 'explorer_lookup',
+            text: `SELECT u.* FROM explorer_utxo u JOIN unnest($1::text[], $2::int[]) AS d(txid, vout) ON u.txid = decode(d.txid, 'hex') AND u.vout = d.vout`,
+            values: [keys.map((k) => k.txid), keys.map((k) => k.vout)],
+          });
           return r.rows.map(toUtxo);
         };
         const plan = await planRun(blocks, lookup);
         // The whole run in one statement (one round trip): journal records, spent outputs removed, new outputs
         // and entries, old journal records pruned, the tip moved. Inside the transaction the crash points of
         // the tests all fall after it (a crash anywhere in the transaction is a rollback).
-        await c.query(WRITE_RUN, [
+        await c.query({ name: 'explorer_write_run', text: WRITE_RUN, values: [
           plan.undo.map((u) => u.height),
           plan.undo.map((u) => u.hash),
           plan.undo.map((u) => u.prev),
           plan.undo.map(packUndo),
-          plan.removed.map((u) => hex(u.txid)),
+          plan.removed.map((u) => u.txid),
           plan.removed.map((u) => u.vout),
           ...outputColumns(plan.created),
           plan.txs.map((t) => t.address),
           plan.txs.map((t) => -t.height),
-          plan.txs.map((t) => hex(t.txid)),
+          plan.txs.map((t) => t.txid),
           JSON.stringify({ height: last.height, hash: last.hash }),
-          last.height - this.opts.undoDepth,
-        ]);
+          this.kept.pruneBelow(last.height),
+          [...plan.balances.keys()],
+          [...plan.balances.values()].map(String),
+        ] });
         for (const step of ['journal', 'spent', 'added', 'tip'] as const) fault(step);
         return plan;
       });
-      this.current = { height: last.height, hash: last.hash };
-      for (const u of plan.undo) this.recent.set(u.height, [u.hash, u.prev]);
-      for (const h of this.recent.keys()) {
-        if (h > last.height - this.opts.undoDepth) break;
-        this.recent.delete(h);
-      }
+      this.kept.applied(plan.undo);
     });
   }
 
   undoTip(): Promise<void> {
     return this.serial(async () => {
-      const tip = this.current;
-      if (!tip) throw new Error('nothing to undo');
-      if (!this.recent.has(tip.height)) throw new Error(`block ${tip.height} is below the kept undo depth and cannot be undone exactly`);
+      const tip = this.kept.undoable();
       const fault = this.opts.faultAt ?? (() => {});
       const j = await this.tx(async (c, stored) => {
         await this.checkTip(c, stored);
@@ -251,25 +259,27 @@ export class PgExplorerStore implements ExplorerStore {
         await c.query('DELETE FROM explorer_journal WHERE height = $1', [j.height]);
         return j;
       });
-      this.current = { height: j.height - 1, hash: j.prev };
-      this.recent.delete(j.height);
+      this.kept.undone(j);
     });
   }
 
   private async revert(c: pg.PoolClient, j: BlockUndo): Promise<void> {
-    if (j.outputs.length) await c.query(DEL_OUTPUTS, [j.outputs.map((o) => hex(o.txid)), j.outputs.map((o) => o.vout)]);
-    if (j.txs.length) await c.query(DEL_TXS, [j.txs.map((t) => t.address), j.txs.map(() => -j.height), j.txs.map((t) => hex(t.txid))]);
+    const gone = j.outputs.length
+      ? (await c.query<{ address: string; satoshis: string }>(TAKE_OUTPUTS, [j.outputs.map((o) => o.txid), j.outputs.map((o) => o.vout)])).rows
+      : [];
+    if (j.txs.length) await c.query(DEL_TXS, [j.txs.map((t) => t.address), j.txs.map(() => -j.height), j.txs.map((t) => t.txid)]);
     if (j.spent.length) await c.query(PUT_OUTPUTS, outputColumns(j.spent));
+    const moved = [...addBalances(addBalances(new Map(), j.spent, 1), gone, -1)].filter(([, d]) => d !== 0n);
+    if (moved.length) await c.query(ADD_BALANCES, [moved.map(([a]) => a), moved.map(([, d]) => String(d))]);
   }
 
   /** Forget everything: the tables are made again, so an index of another schema version is replaced too. */
   drop(): Promise<void> {
     return this.serial(() =>
       this.tx(async (c) => {
-        await c.query(`DROP TABLE IF EXISTS explorer_utxo, explorer_tx, explorer_journal, explorer_meta; ${SCHEMA_SQL}`);
+        await c.query(`DROP TABLE IF EXISTS explorer_utxo, explorer_tx, explorer_balance, explorer_journal, explorer_meta; ${SCHEMA_SQL}`);
         await c.query(`INSERT INTO explorer_meta VALUES ('schema', $1)`, [SCHEMA]);
-        this.current = null;
-        this.recent.clear();
+        this.kept.clear();
       }),
     );
   }
@@ -293,8 +303,8 @@ export class PgExplorerStore implements ExplorerStore {
   }
 
   async balance(address: string): Promise<bigint> {
-    const r = await this.db.query<{ s: string }>('SELECT coalesce(sum(satoshis), 0)::text AS s FROM explorer_utxo WHERE address = $1', [address]);
-    return BigInt(r.rows[0].s);
+    const r = await this.db.query<{ s: string }>({ name: 'explorer_balance', text: 'SELECT satoshis::text AS s FROM explorer_balance WHERE address = $1', values: [address] });
+    return BigInt(r.rows[0]?.s ?? 0);
   }
 
   async close(): Promise<void> {

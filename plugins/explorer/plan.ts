@@ -37,6 +37,17 @@ export interface Run {
   /** Outputs the run creates and leaves unspent. */
   created: Utxo[];
   txs: TxEntry[];
+  /** Change of each touched address's balance (created minus removed), for the running balance per address. */
+  balances: Map<string, bigint>;
+}
+
+/** Txids and scripts are stored as bytes. */
+export const hex = (s: string) => Buffer.from(s, 'hex');
+
+/** Sum amounts per address, `sign` +1 (outputs added) or -1 (outputs removed), into `into`. */
+export function addBalances(into: Map<string, bigint>, outputs: Iterable<{ address: string; satoshis: number | bigint | string }>, sign: 1 | -1): Map<string, bigint> {
+  for (const o of outputs) into.set(o.address, (into.get(o.address) ?? 0n) + BigInt(o.satoshis) * BigInt(sign));
+  return into;
 }
 
 /** Check that `blocks` extend `tip` one by one; throws otherwise. */
@@ -117,7 +128,11 @@ export async function planRun(blocks: ParsedBlock[], lookup: (keys: OutPoint[]) 
       txs.push(e);
     }
   });
-  return { undo, removed, created: [...created.values()], txs };
+  const kept = [...created.values()];
+  const balances = addBalances(addBalances(new Map(), kept, 1), removed, -1);
+  // An address whose outputs came and went within the run: nothing to write.
+  for (const [a, d] of balances) if (d === 0n) balances.delete(a);
+  return { undo, removed, created: kept, txs, balances };
 }
 
 /** Undo records are stored as JSON text (outputs and scripts as they are; amounts are safe integers). */

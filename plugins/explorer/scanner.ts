@@ -51,6 +51,8 @@ const chainMoved = (e: unknown) => e instanceof RpcError && e.kind === 'rpc' && 
 export class Scanner {
   /** Blocks and transactions applied since this scanner was made. */
   readonly stats = { blocks: 0, txs: 0, reorgs: 0, undone: 0 };
+  /** Where catching up spends its time (ms): waiting for blocks, parsing them, writing them (the benchmark prints it). */
+  readonly timing = { waitMs: 0, parseMs: 0, writeMs: 0 };
   lastError: string | null = null;
   /** The daemon's height at the last poll. */
   daemonHeight: number | null = null;
@@ -194,28 +196,49 @@ export class Scanner {
     const from = tip ? tip.height + 1 : this.opts.startHeight;
     if (from > count) return false;
     const fetcher = new BlockFetcher(this.rpc, from, count, { window: this.opts.prefetch, signal });
-    for (;;) {
-      // Everything already fetched goes in one atomic run: fewer writes per block while catching up.
-      // While catching up, a run waits for a quarter of the look-ahead: the block data would not be there
-      // sooner anyway, and fewer, larger transactions cost the store less (each commit has a fixed cost).
-      const raws = await fetcher.take(this.opts.prefetch, Math.max(1, Math.floor(this.opts.prefetch / 4)));
-      if (!raws.length) break;
-      const blocks = raws.map(parseBlock);
-      const cur = this.store.tip();
-      let keep = 0;
-      let expect = cur;
-      for (const b of blocks) {
-        // The chain moved while fetching ahead: stop there, the next step finds the fork.
-        if (expect && (b.prev !== expect.hash || b.height !== expect.height + 1)) break;
-        expect = { height: b.height, hash: b.hash };
-        keep++;
+    // One run is written while the next is fetched and parsed: PostgreSQL writes in its server, so the two
+    // overlap (measured: the scanner waited on the store for 0.6 of its time when it wrote and then fetched);
+    // SQLite writes in this thread, and the daemon works on the requests in flight meanwhile.
+    let writing: Promise<void> | null = null;
+    let expect = this.store.tip();
+    try {
+      for (;;) {
+        // Everything already fetched goes in one atomic run: fewer writes per block while catching up.
+        // While catching up, a run waits for a quarter of the look-ahead: the block data would not be there
+        // sooner anyway, and fewer, larger transactions cost the store less (each commit has a fixed cost).
+        const t0 = performance.now();
+        const raws = await fetcher.take(this.opts.prefetch, Math.max(1, Math.floor(this.opts.prefetch / 4)));
+        if (!raws.length) break;
+        const t1 = performance.now();
+        const blocks = raws.map(parseBlock);
+        const t2 = performance.now();
+        let keep = 0;
+        for (const b of blocks) {
+          // The chain moved while fetching ahead: stop there, the next step finds the fork.
+          if (expect && (b.prev !== expect.hash || b.height !== expect.height + 1)) break;
+          expect = { height: b.height, hash: b.hash };
+          keep++;
+        }
+        // At most one run in flight; a failed run stops the step here (the store's tip is its last whole run).
+        if (writing) await writing;
+        this.timing.waitMs += t1 - t0;
+        this.timing.parseMs += t2 - t1;
+        this.timing.writeMs += performance.now() - t2;
+        const run = blocks.slice(0, keep);
+        writing = this.store.applyBlocks(run).then(() => {
+          if (keep && Math.floor(run[keep - 1].height / 1000) > Math.floor((run[0].height - 1) / 1000))
+            this.opts.log.info({ height: run[keep - 1].height, daemonHeight: count }, 'explorer: indexing');
+          for (const b of run) this.stats.txs += b.txCount;
+          this.stats.blocks += keep;
+        });
+        // Handled where it is awaited; this keeps a failure meanwhile from counting as unhandled.
+        writing.catch(() => {});
+        if (keep < blocks.length || signal.aborted) break;
       }
-      await this.store.applyBlocks(blocks.slice(0, keep));
-      if (keep && Math.floor(blocks[keep - 1].height / 1000) > Math.floor((blocks[0].height - 1) / 1000))
-        this.opts.log.info({ height: blocks[keep - 1].height, daemonHeight: count }, 'explorer: indexing');
-      for (let i = 0; i < keep; i++) this.stats.txs += blocks[i].txCount;
-      this.stats.blocks += keep;
-      if (keep < blocks.length || signal.aborted) break;
+    } finally {
+      const t = performance.now();
+      if (writing) await writing;
+      this.timing.writeMs += performance.now() - t;
     }
     return true;
   }

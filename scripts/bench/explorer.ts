@@ -9,17 +9,20 @@
  * 2. Scale. A synthetic index of OUTPUTS unspent outputs and as many transaction entries (one transaction
  *    per output; one address holds BIG of them (1M, at most half), the rest spread over addresses holding
  *    ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
- *    outputs, undo records kept as configured), not through a daemon. Then a node (`core/cli/node.ts`, as
- *    `npm start` runs it) is started on it: time from spawn to the first answer of /explorer/balance, its
+ *    outputs, undo records kept as configured), not through a daemon. Then a node (dist/core/cli/node.js, as
+ *    `npm start` runs it; `--launch tsx`: the TypeScript sources) is started on it: time from spawn to the
+ *    first answer of /explorer/balance (and the node's log lines on the way), its
  *    RSS while serving, p50/p99 of /explorer/balance and /explorer/utxo for typical addresses over HTTP, and
  *    the big address's transactions listed page by page (cursor, 1,000 a page).
  *
  *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --outputs 10000000 --pg-outputs N --big 1000000
- *                              --stores sqlite,postgres]   (--blocks 0 or --outputs 0 skips a part)
+ *                              --stores sqlite,postgres --launch dist|tsx]   (--blocks 0 or --outputs 0 skips a part)
  *
  * Everything lives under /tmp/explorer-bench-* and is removed at the end (the 10M indexes take GBs).
  */
 import { polymod } from '../../plugins/explorer/address.ts';
+// @ts-expect-error: plain JavaScript without declarations
+import { buildIfStale } from '../build.mjs';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -53,6 +56,8 @@ const PG_OUTPUTS = Number(arg('pg-outputs', String(OUTPUTS)));
 const BIG = Number(arg('big', '1000000'));
 const BUILD_CACHE_MB = Number(arg('build-cache-mb', '256'));
 const STORES = arg('stores', 'sqlite,postgres').split(',') as Kind[];
+/** How the serving node is started: `dist` (as `npm start` does) or `tsx` (the TypeScript sources compiled at start). */
+const LAUNCH = arg('launch', 'dist');
 type Kind = 'sqlite' | 'postgres';
 const quiet = { info() {}, warn() {}, error: (o: object, m?: string) => console.error(m, o) };
 const mb = (n: number) => `${(n / 2 ** 20).toFixed(0)} MB`;
@@ -137,17 +142,28 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
   const fetchS: number[] = [];
   const indexS: Record<Kind, number[]> = { sqlite: [], postgres: [] };
   const sizes: Record<string, string> = {};
+  // Where an index round's time goes: this process's CPU (JSON parsing of the answers, the scanner, SQLite's
+  // writes run here; PostgreSQL's in its server), and the scanner's split of wall time.
+  const cpuShare = (c: NodeJS.CpuUsage, ms: number) => ((c.user + c.system) / 1000 / ms).toFixed(2);
+  const splits: Record<Kind, string[]> = { sqlite: [], postgres: [] };
+  const fetchCpu: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     let t = performance.now();
+    let cpu = process.cpuUsage();
     const fetcher = new BlockFetcher(rpc, 0, height, { window: PREFETCH });
     while ((await fetcher.take(1)).length);
     fetchS.push((performance.now() - t) / 1000);
+    fetchCpu.push(cpuShare(process.cpuUsage(cpu), performance.now() - t));
     for (const kind of STORES) {
       const { store } = await stores.fresh(kind);
       const scanner = new Scanner(rpc, store, { startHeight: 0, pollMs: 1000, retryMs: 1000, prefetch: PREFETCH, log: quiet });
       t = performance.now();
+      cpu = process.cpuUsage();
       await scanner.catchUp();
-      indexS[kind].push((performance.now() - t) / 1000);
+      const ms = performance.now() - t;
+      indexS[kind].push(ms / 1000);
+      const { waitMs, parseMs, writeMs } = scanner.timing;
+      splits[kind].push(`cpu ${cpuShare(process.cpuUsage(cpu), ms)}, wait ${(waitMs / ms).toFixed(2)} parse ${(parseMs / ms).toFixed(2)} write ${(writeMs / ms).toFixed(2)}`);
       if (scanner.stats.blocks !== height + 1) throw new Error(`indexed ${scanner.stats.blocks} blocks of ${height + 1}`);
       if (store instanceof SqliteExplorerStore) sizes[kind] = mb(store.sizeOnDisk());
       await store.close();
@@ -161,6 +177,7 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
     const xs = indexS[kind];
     console.log(`index (scanner, ${kind.padEnd(8)}) : ${rate(height + 1, best(xs))} blocks/s ${rate(txCount, best(xs))} tx/s` + (sizes[kind] ? `, file ${sizes[kind]}` : ''));
     console.log(`  ratio index / fetch: ${(best(fetchS) / best(xs)).toFixed(2)} (goal >= 0.8); per round ${fetchS.map((f, i) => (f / xs[i]).toFixed(2)).join(', ')}`);
+    console.log(`  per round, this process's CPU share of the wall time and the scanner's split of it: ${splits[kind].join('; ')} (fetch rounds: cpu ${fetchCpu.join(', ')})`);
   }
 }
 
@@ -279,21 +296,36 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     }),
   );
   const base = `http://127.0.0.1:${port}`;
+  // A stale dist/ would be rebuilt by the launcher inside the measured start (minutes on this machine).
+  if (LAUNCH !== 'tsx') buildIfStale();
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+  // As `npm start` and the systemd unit run it: node on the compiled JS in dist/ (built first when stale).
+  // `--launch tsx` starts it the way earlier figures did (tsx compiling the TypeScript sources at start).
+  const argv = LAUNCH === 'tsx' ? ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')] : ['--max-semi-space-size=2', path.join(REPO_ROOT, 'scripts/launch.mjs'), 'dist/core/cli/node.js'];
+  const child = spawn(process.execPath, argv, {
     cwd: REPO_ROOT,
     env: { ...process.env, CORENODE_CONFIG: configFile, CORENODE_PORT: String(port), CORENODE_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  // The explorer logs how long its store took to open.
+  // When the process has loaded its code (first log line), the explorer's store open, the host listening with every plugin set up.
   let openMs = NaN;
+  let firstLogMs = NaN;
+  let listeningMs = NaN;
+  /** Every log line until the first answer with when it came: the longest gaps say where the start goes. */
+  const timeline: [number, string][] = [];
   let buffered = '';
   child.stdout!.on('data', (d) => {
+    if (Number.isNaN(firstLogMs)) firstLogMs = performance.now() - t0;
     buffered += d;
     for (let i = buffered.indexOf('\n'); i >= 0; i = buffered.indexOf('\n')) {
       const line = buffered.slice(0, i);
       buffered = buffered.slice(i + 1);
       if (line.includes('explorer: index open')) openMs = JSON.parse(line).openMs;
+      try {
+        const j = JSON.parse(line) as { msg?: string; plugin?: string };
+        timeline.push([performance.now() - t0, `${j.msg ?? ''}${j.plugin ? ` ${j.plugin}` : ''}`]);
+      } catch {}
+      if (line.includes('listening') && Number.isNaN(listeningMs)) listeningMs = performance.now() - t0;
     }
   });
   const exited = new Promise((r) => child.once('exit', r));
@@ -307,16 +339,24 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     }
     const startMs = performance.now() - t0;
     const rssStart = rssOf(child.pid!);
+    const gaps = timeline.map(([ms, msg], i) => ({ gap: ms - (i ? timeline[i - 1][0] : 0), at: ms, msg })).sort((a, b) => b.gap - a.gap);
+    const longest = gaps
+      .slice(0, 4)
+      .map((g) => `${(g.gap / 1000).toFixed(2)} s before "${g.msg}" (at ${(g.at / 1000).toFixed(2)} s)`)
+      .join('; ');
     const time = async (p: string) => {
       const t = performance.now();
       const a = await fetchAnswer(base + p);
       if (a.json?.status !== 'success') throw new Error(`${p}: ${a.text.slice(0, 200)}`);
       return { ms: performance.now() - t, a };
     };
-    // Typical addresses at random, each asked twice: the first answer includes the daemon's check that the
-    // address is of its network (validateaddress, then remembered), the second is the index alone.
+    // Typical addresses at random, each asked twice: the first answer may include the daemon's check that the
+    // address is of its network (validateaddress, asked once per address form, then remembered), the second
+    // is the index alone.
     const balance: number[] = [];
     const utxo: number[] = [];
+    // The same host, plugin and connection without a store read or an address check: the in-run baseline.
+    const baseline: number[] = [];
     const balanceFirst: number[] = [];
     const utxoFirst: number[] = [];
     let outs = 0;
@@ -324,6 +364,7 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       const addr = syn.typical(Math.floor(Math.random() * syn.typicalCount));
       balanceFirst.push((await time(`/explorer/balance?address=${addr}`)).ms);
       utxoFirst.push((await time(`/explorer/utxo?address=${addr}`)).ms);
+      baseline.push((await time('/explorer/scannedheight')).ms);
       balance.push((await time(`/explorer/balance?address=${addr}`)).ms);
       const u = await time(`/explorer/utxo?address=${addr}`);
       utxo.push(u.ms);
@@ -345,9 +386,14 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     const bigBalance = await time(`/explorer/balance?address=${syn.big}`);
     const rss = rssOf(child.pid!);
     const f = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`;
-    console.log(`serving (${kind}): start to first answer ${(startMs / 1000).toFixed(2)} s (node process: spawn, tsx, every plugin, store open ${openMs} ms, one balance)`);
+    console.log(
+      `serving (${kind}, ${LAUNCH}): start to first answer ${(startMs / 1000).toFixed(2)} s: code loaded (first log line) at ${(firstLogMs / 1000).toFixed(2)} s, listening with every plugin set up at ${(listeningMs / 1000).toFixed(2)} s (store open ${openMs} ms), then one balance with the daemon's address check`,
+    );
+    console.log(`  longest gaps between the node's log lines: ${longest}`);
+    console.log(`  the node's log lines until then: ${timeline.map(([ms, msg]) => `${(ms / 1000).toFixed(2)} ${msg}`).join(' | ')}`);
     console.log(`  RSS ${mb(rssStart.rss)} at first answer, ${mb(rss.rss)} after the queries (peak ${mb(rss.hwm)})`);
-    console.log(`  HTTP /explorer/balance, 1000 typical addresses: ${f(balance)} (first ask, with the daemon's address check: ${f(balanceFirst)})`);
+    console.log(`  HTTP /explorer/scannedheight (baseline: no store read, no address check): ${f(baseline)}`);
+    console.log(`  HTTP /explorer/balance, 1000 typical addresses: ${f(balance)} (first ask of each address, the daemon asked once per address form: ${f(balanceFirst)})`);
     console.log(`  HTTP /explorer/utxo, same addresses (${(outs / 1000).toFixed(1)} outputs each): ${f(utxo)} (first ask: ${f(utxoFirst)})`);
     console.log(`  HTTP /explorer/transactions of the big address: ${listed} entries in ${pages.length} pages of 1000 (cursor) in ${s1(listMs)}; page ${f(pages)}`);
     console.log(`  HTTP /explorer/balance of the big address (${listed} outputs): ${bigBalance.ms.toFixed(0)} ms`);

@@ -1,7 +1,7 @@
 /** Exact amounts and address formats: no floating point between the daemon's JSON and the index. */
 import assert from 'node:assert/strict';
 import { AmountError, coinsToSatoshis, decimalToSatoshis, outputSatoshis, outputValuesFromHex } from '../../plugins/explorer/amount.ts';
-import { isBase58Check, isBech32, looksLikeAddress } from '../../plugins/explorer/address.ts';
+import { addressForm, isBase58Check, isBech32, looksLikeAddress } from '../../plugins/explorer/address.ts';
 
 describe('explorer amounts', () => {
   it('reads the daemon JSON decimals exactly (the cases a float multiply gets wrong)', () => {
@@ -69,6 +69,20 @@ describe('explorer amounts', () => {
 });
 
 describe('explorer address formats', () => {
+  it('gives addresses the daemon decides alike one form, and none where it may decide apart', () => {
+    const same = (a: string, b: string) => assert.equal(addressForm(a), addressForm(b), `${a} ${b}`);
+    const apart = (a: string, b: string) => assert.notEqual(addressForm(a), addressForm(b), `${a} ${b}`);
+    same('mzmRcQhtN2gJAgw8JEQEoFETdSnMcumjov', 'mjfEB76C11ygeTod2HRkKkbJJx5u4rgXRu'); // regtest key hashes
+    apart('mzmRcQhtN2gJAgw8JEQEoFETdSnMcumjov', '1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2'); // another network
+    apart('1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2', '3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy'); // key hash, script hash
+    same('bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', 'BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4');
+    apart('bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', 'rltc1qyv3tsnzhrcmfx65fnxwhj0euqale490ul0m0jx'); // hrp
+    apart('bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', 'bc1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3qccfmv3'); // 20 and 32 bytes
+    apart('bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4', 'bc1p5d7rjq7g6rdk2yhzks9smlaqtedr4dekq08ge8ztwac72sfr9rusxg3297'); // v0, v1
+    assert.equal(addressForm('nonsense'), null);
+    assert.equal(addressForm('1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN3'), null, 'bad checksum');
+  });
+
   it('accepts base58check and bech32 addresses with valid checksums only', () => {
     for (const a of ['1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2', '3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy', 'mzmRcQhtN2gJAgw8JEQEoFETdSnMcumjov', 'QTYAeou7vjqY1GJYvuP5K7GUtZcQzJQAfn'])
       assert.ok(isBase58Check(a), a);

@@ -10,15 +10,15 @@ import { Scanner } from '../../plugins/explorer/scanner.ts';
 import { activity, assertMatchesDaemon, chainView, openIndex, rpcFor, silent, walletAddresses } from './support.ts';
 import { storeKinds } from './stores.ts';
 
-for (const kind of storeKinds())
-describe(`explorer scanner on a real chain (${kind.name} store)`, function () {
+// One chain for both stores (building it is most of this suite's time); each store's tests go on from where
+// the other left the chain (their checks are relative to the daemon's tip).
+describe('explorer scanner on a real chain', function () {
   this.timeout(180_000);
   let ltc: Regtest;
   let addrs: string[];
 
   before(async () => {
     ltc = await startLitecoind();
-    await kind.setup();
     addrs = await walletAddresses(ltc, 6);
     await ltc.mine(101, addrs[0]);
     for (let i = 0; i < 40; i++) await activity(ltc, addrs, i);
@@ -26,208 +26,213 @@ describe(`explorer scanner on a real chain (${kind.name} store)`, function () {
     for (let i = 40; i < 60; i++) await activity(ltc, addrs, i);
   });
   after(async () => {
-    await kind.teardown();
     await ltc?.stop();
   });
 
-  it('indexes every block and matches the daemon for every address (balances, unspent outputs, transactions)', async () => {
-    const { scanner, store } = await openIndex(ltc, kind, 'main');
-    const tip = await scanner.catchUp();
-    assert.equal(tip, await ltc.rpc.call<number>('getblockcount'));
-    assert.ok(tip! >= 220);
-    const seen = await assertMatchesDaemon(ltc.rpc, store);
-    assert.ok(seen.addresses >= 7 && seen.utxos > 100, JSON.stringify(seen));
-    assert.ok(scanner.stats.txs > scanner.stats.blocks, 'blocks carried payments');
-  });
+  for (const kind of storeKinds())
+  describe(`${kind.name} store`, function () {
+    before(() => kind.setup());
+    after(() => kind.teardown());
 
-  it('pages every address\'s lists (limit, offset, cursor) in the order of the whole list', async () => {
-    const { store } = await openIndex(ltc, kind, 'main');
-    await store.open();
-    const { txsOf } = await chainView(ltc.rpc);
-    for (const a of txsOf.keys()) {
-      const utxos = await store.utxos(a);
-      const txs = await store.transactions(a);
-      const key = (u: { height: number; txid: string; vout: number }) => [u.height, u.txid, u.vout] as const;
-      const sorted = [...utxos].sort((x, y) => x.height - y.height || (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : x.vout - y.vout));
-      assert.deepEqual(utxos.map(key), sorted.map(key), `outputs of ${a} oldest first`);
-      for (const limit of [1, 3, 50]) {
-        const walked: typeof utxos = [];
-        for (let page = await store.utxos(a, { limit }); page.length; page = await store.utxos(a, { limit, after: walked.at(-1) })) walked.push(...page);
-        assert.deepEqual(walked, utxos, `outputs of ${a} in pages of ${limit}`);
-        const walkedTx: typeof txs = [];
-        for (let page = await store.transactions(a, { limit }); page.length; page = await store.transactions(a, { limit, after: walkedTx.at(-1) })) walkedTx.push(...page);
-        assert.deepEqual(walkedTx, txs, `transactions of ${a} in pages of ${limit}`);
+    it('indexes every block and matches the daemon for every address (balances, unspent outputs, transactions)', async () => {
+      const { scanner, store } = await openIndex(ltc, kind, 'main');
+      const tip = await scanner.catchUp();
+      assert.equal(tip, await ltc.rpc.call<number>('getblockcount'));
+      assert.ok(tip! >= 220);
+      const seen = await assertMatchesDaemon(ltc.rpc, store);
+      assert.ok(seen.addresses >= 7 && seen.utxos > 100, JSON.stringify(seen));
+      assert.ok(scanner.stats.txs > scanner.stats.blocks, 'blocks carried payments');
+    });
+
+    it('pages every address\'s lists (limit, offset, cursor) in the order of the whole list', async () => {
+      const { store } = await openIndex(ltc, kind, 'main');
+      await store.open();
+      const { txsOf } = await chainView(ltc.rpc);
+      for (const a of txsOf.keys()) {
+        const utxos = await store.utxos(a);
+        const txs = await store.transactions(a);
+        const key = (u: { height: number; txid: string; vout: number }) => [u.height, u.txid, u.vout] as const;
+        const sorted = [...utxos].sort((x, y) => x.height - y.height || (x.txid < y.txid ? -1 : x.txid > y.txid ? 1 : x.vout - y.vout));
+        assert.deepEqual(utxos.map(key), sorted.map(key), `outputs of ${a} oldest first`);
+        for (const limit of [1, 3, 50]) {
+          const walked: typeof utxos = [];
+          for (let page = await store.utxos(a, { limit }); page.length; page = await store.utxos(a, { limit, after: walked.at(-1) })) walked.push(...page);
+          assert.deepEqual(walked, utxos, `outputs of ${a} in pages of ${limit}`);
+          const walkedTx: typeof txs = [];
+          for (let page = await store.transactions(a, { limit }); page.length; page = await store.transactions(a, { limit, after: walkedTx.at(-1) })) walkedTx.push(...page);
+          assert.deepEqual(walkedTx, txs, `transactions of ${a} in pages of ${limit}`);
+        }
+        assert.deepEqual(await store.utxos(a, { limit: 2, offset: 3 }), utxos.slice(3, 5));
+        assert.deepEqual(await store.transactions(a, { limit: 2, offset: 1, after: txs[0] }), txs.slice(2, 4));
       }
-      assert.deepEqual(await store.utxos(a, { limit: 2, offset: 3 }), utxos.slice(3, 5));
-      assert.deepEqual(await store.transactions(a, { limit: 2, offset: 1, after: txs[0] }), txs.slice(2, 4));
-    }
-    await store.close();
-  });
+      await store.close();
+    });
 
-  it('resumes from the file after a restart without counting anything twice', async () => {
-    await activity(ltc, addrs, 61);
-    const { scanner, store } = await openIndex(ltc, kind, 'main');
-    await scanner.catchUp();
-    assert.equal(scanner.stats.blocks, 1);
-    await assertMatchesDaemon(ltc.rpc, store);
-  });
+    it('resumes from the file after a restart without counting anything twice', async () => {
+      await activity(ltc, addrs, 61);
+      const { scanner, store } = await openIndex(ltc, kind, 'main');
+      await scanner.catchUp();
+      assert.equal(scanner.stats.blocks, 1);
+      await assertMatchesDaemon(ltc.rpc, store);
+    });
 
-  it('rolls back a reorganisation to the fork and applies the new branch (longer, equal and shorter)', async () => {
-    const { scanner, store } = await openIndex(ltc, kind, 'main');
-    await scanner.catchUp();
-    const rpc = ltc.rpc;
+    it('rolls back a reorganisation to the fork and applies the new branch (longer, equal and shorter)', async () => {
+      const { scanner, store } = await openIndex(ltc, kind, 'main');
+      await scanner.catchUp();
+      const rpc = ltc.rpc;
 
-    // Longer branch: invalidate the last 5 blocks, add different payments, mine 7 to another address.
-    let tip = await rpc.call<number>('getblockcount');
-    const gone = await rpc.call<string>('getblockhash', [tip - 4]);
-    await rpc.call('invalidateblock', [gone]);
-    await rpc.call('sendtoaddress', [addrs[5], 1.23456789]);
-    for (let i = 0; i < 3; i++) await activity(ltc, addrs, 100 + i, addrs[4]);
-    await ltc.mine(4, addrs[2]);
-    assert.equal(await rpc.call<number>('getblockcount'), tip + 2);
-    await scanner.catchUp();
-    assert.equal(scanner.stats.reorgs, 1);
-    assert.equal(scanner.stats.undone, 5);
-    await assertMatchesDaemon(rpc, store);
+      // Longer branch: invalidate the last 5 blocks, add different payments, mine 7 to another address.
+      let tip = await rpc.call<number>('getblockcount');
+      const gone = await rpc.call<string>('getblockhash', [tip - 4]);
+      await rpc.call('invalidateblock', [gone]);
+      await rpc.call('sendtoaddress', [addrs[5], 1.23456789]);
+      for (let i = 0; i < 3; i++) await activity(ltc, addrs, 100 + i, addrs[4]);
+      await ltc.mine(4, addrs[2]);
+      assert.equal(await rpc.call<number>('getblockcount'), tip + 2);
+      await scanner.catchUp();
+      assert.equal(scanner.stats.reorgs, 1);
+      assert.equal(scanner.stats.undone, 5);
+      await assertMatchesDaemon(rpc, store);
 
-    // Same height: replace the last 2 blocks by 2 others.
-    tip = await rpc.call<number>('getblockcount');
-    await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 1])]);
-    await activity(ltc, addrs, 200, addrs[1]);
-    await ltc.mine(1, addrs[0]);
-    assert.equal(await rpc.call<number>('getblockcount'), tip);
-    await scanner.catchUp();
-    assert.equal(scanner.stats.reorgs, 2);
-    await assertMatchesDaemon(rpc, store);
+      // Same height: replace the last 2 blocks by 2 others.
+      tip = await rpc.call<number>('getblockcount');
+      await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 1])]);
+      await activity(ltc, addrs, 200, addrs[1]);
+      await ltc.mine(1, addrs[0]);
+      assert.equal(await rpc.call<number>('getblockcount'), tip);
+      await scanner.catchUp();
+      assert.equal(scanner.stats.reorgs, 2);
+      await assertMatchesDaemon(rpc, store);
 
-    // Shorter: the daemon's best chain drops 3 blocks and gains 1.
-    tip = await rpc.call<number>('getblockcount');
-    await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 2])]);
-    await ltc.mine(1, addrs[5]);
-    await scanner.catchUp();
-    assert.equal(store.tip()!.height, tip - 2);
-    assert.equal(scanner.stats.reorgs, 3);
-    await assertMatchesDaemon(rpc, store);
-  });
+      // Shorter: the daemon's best chain drops 3 blocks and gains 1.
+      tip = await rpc.call<number>('getblockcount');
+      await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 2])]);
+      await ltc.mine(1, addrs[5]);
+      await scanner.catchUp();
+      assert.equal(store.tip()!.height, tip - 2);
+      assert.equal(scanner.stats.reorgs, 3);
+      await assertMatchesDaemon(rpc, store);
+    });
 
-  for (const step of ['journal', 'spent', 'added', 'tip'] as const) {
-    it(`recovers from a crash after the "${step}" write of a run: nothing lost, nothing counted twice`, async () => {
-      const file = `crash-${step}`;
-      await kind.copy('main', file);
-      for (let i = 0; i < 3; i++) await activity(ltc, addrs, 300 + i);
-      let armed = true;
-      const crashing = await openIndex(ltc, kind, file, {
-        faultAt: (s) => {
-          if (armed && s === step) {
-            armed = false;
-            throw new Error(`simulated crash after ${s}`);
-          }
-        },
+    for (const step of ['journal', 'spent', 'added', 'tip'] as const) {
+      it(`recovers from a crash after the "${step}" write of a run: nothing lost, nothing counted twice`, async () => {
+        const file = `crash-${step}`;
+        await kind.copy('main', file);
+        for (let i = 0; i < 3; i++) await activity(ltc, addrs, 300 + i);
+        let armed = true;
+        const crashing = await openIndex(ltc, kind, file, {
+          faultAt: (s) => {
+            if (armed && s === step) {
+              armed = false;
+              throw new Error(`simulated crash after ${s}`);
+            }
+          },
+        });
+        await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
+        // A new process: the same index read again.
+        const { scanner, store } = await openIndex(ltc, kind, file);
+        await scanner.catchUp();
+        await assertMatchesDaemon(ltc.rpc, store);
       });
-      await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
-      // A new process: the same index read again.
+    }
+
+    for (const step of ['undo-marked', 'reverted'] as const) {
+      it(`recovers from a crash during a reorg's undo ("${step}")`, async () => {
+        const file = `crash-${step}`;
+        const rpc = ltc.rpc;
+        {
+          const { scanner } = await openIndex(ltc, kind, file);
+          await scanner.catchUp();
+        }
+        const tip = await rpc.call<number>('getblockcount');
+        await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 1])]);
+        await activity(ltc, addrs, 400, addrs[2]);
+        await ltc.mine(2, addrs[1]);
+        let armed = true;
+        const crashing = await openIndex(ltc, kind, file, {
+          faultAt: (s) => {
+            if (armed && s === step) {
+              armed = false;
+              throw new Error(`simulated crash after ${s}`);
+            }
+          },
+        });
+        await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
+        const { scanner, store } = await openIndex(ltc, kind, file);
+        await scanner.catchUp();
+        await assertMatchesDaemon(rpc, store);
+      });
+    }
+
+    it('waits for a daemon that is loading its chain below the index, but follows one that dropped blocks', async () => {
+      const file = 'main';
+      const before = await openIndex(ltc, kind, file);
+      const tip = (await before.scanner.catchUp())!;
+      // A fresh daemon of the same network is in its initial block download at height 0, as after -reindex.
+      const fresh = await startLitecoind();
+      try {
+        const info = await fresh.rpc.call<{ initialblockdownload: boolean; blocks: number }>('getblockchaininfo');
+        assert.equal(info.initialblockdownload, true);
+        const { store } = await openIndex(ltc, kind, file);
+        const waiting = new Scanner(rpcFor(fresh), store, { startHeight: 0, pollMs: 50, retryMs: 50, prefetch: 8, log: silent });
+        assert.equal(await waiting.catchUp(), tip, 'nothing undone while the daemon loads');
+        assert.equal(waiting.stats.reorgs + waiting.stats.undone, 0);
+      } finally {
+        await fresh.stop();
+      }
+      // The same daemon dropping its last block (and not loading): the index follows it down.
+      await ltc.rpc.call('invalidateblock', [await ltc.rpc.call<string>('getblockhash', [tip])]);
       const { scanner, store } = await openIndex(ltc, kind, file);
+      assert.equal(await scanner.catchUp(), tip - 1);
+      await assertMatchesDaemon(ltc.rpc, store);
+      await ltc.rpc.call('reconsiderblock', [before.store.hashAt(tip)!]);
+      assert.equal(await scanner.catchUp(), tip);
+      await assertMatchesDaemon(ltc.rpc, store);
+    });
+
+    it('rolls back to a height exactly, and rebuilds when asked below the kept undo records', async () => {
+      const { scanner, store } = await openIndex(ltc, kind, 'rescan', { undoDepth: 20 });
+      const tip = (await scanner.catchUp())!;
+      assert.equal(store.lowestUndoTarget(), tip - 20);
+      await scanner.rollbackTo(tip - 15);
+      assert.equal(store.tip()!.height, tip - 15);
+      await scanner.catchUp();
+      await assertMatchesDaemon(ltc.rpc, store);
+      await scanner.rollbackTo(tip - 100);
+      assert.equal(store.tip(), null, 'below the undo records: dropped, to be rebuilt from the start height');
       await scanner.catchUp();
       await assertMatchesDaemon(ltc.rpc, store);
     });
-  }
 
-  for (const step of ['undo-marked', 'reverted'] as const) {
-    it(`recovers from a crash during a reorg's undo ("${step}")`, async () => {
-      const file = `crash-${step}`;
-      const rpc = ltc.rpc;
-      {
-        const { scanner } = await openIndex(ltc, kind, file);
-        await scanner.catchUp();
-      }
-      const tip = await rpc.call<number>('getblockcount');
-      await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 1])]);
-      await activity(ltc, addrs, 400, addrs[2]);
-      await ltc.mine(2, addrs[1]);
-      let armed = true;
-      const crashing = await openIndex(ltc, kind, file, {
-        faultAt: (s) => {
-          if (armed && s === step) {
-            armed = false;
-            throw new Error(`simulated crash after ${s}`);
-          }
-        },
-      });
-      await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
-      const { scanner, store } = await openIndex(ltc, kind, file);
+    it('indexes from a configured start height only', async () => {
+      const start = 150;
+      const { scanner, store } = await openIndex(ltc, kind, 'start', { startHeight: start });
       await scanner.catchUp();
-      await assertMatchesDaemon(rpc, store);
+      await assertMatchesDaemon(ltc.rpc, store, start);
+      const { txsOf } = await chainView(ltc.rpc, start);
+      for (const a of txsOf.keys()) for (const t of await store.transactions(a)) assert.ok(t.height >= start);
     });
-  }
 
-  it('waits for a daemon that is loading its chain below the index, but follows one that dropped blocks', async () => {
-    const file = 'main';
-    const before = await openIndex(ltc, kind, file);
-    const tip = (await before.scanner.catchUp())!;
-    // A fresh daemon of the same network is in its initial block download at height 0, as after -reindex.
-    const fresh = await startLitecoind();
-    try {
-      const info = await fresh.rpc.call<{ initialblockdownload: boolean; blocks: number }>('getblockchaininfo');
-      assert.equal(info.initialblockdownload, true);
-      const { store } = await openIndex(ltc, kind, file);
-      const waiting = new Scanner(rpcFor(fresh), store, { startHeight: 0, pollMs: 50, retryMs: 50, prefetch: 8, log: silent });
-      assert.equal(await waiting.catchUp(), tip, 'nothing undone while the daemon loads');
-      assert.equal(waiting.stats.reorgs + waiting.stats.undone, 0);
-    } finally {
-      await fresh.stop();
-    }
-    // The same daemon dropping its last block (and not loading): the index follows it down.
-    await ltc.rpc.call('invalidateblock', [await ltc.rpc.call<string>('getblockhash', [tip])]);
-    const { scanner, store } = await openIndex(ltc, kind, file);
-    assert.equal(await scanner.catchUp(), tip - 1);
-    await assertMatchesDaemon(ltc.rpc, store);
-    await ltc.rpc.call('reconsiderblock', [before.store.hashAt(tip)!]);
-    assert.equal(await scanner.catchUp(), tip);
-    await assertMatchesDaemon(ltc.rpc, store);
-  });
-
-  it('rolls back to a height exactly, and rebuilds when asked below the kept undo records', async () => {
-    const { scanner, store } = await openIndex(ltc, kind, 'rescan', { undoDepth: 20 });
-    const tip = (await scanner.catchUp())!;
-    assert.equal(store.lowestUndoTarget(), tip - 20);
-    await scanner.rollbackTo(tip - 15);
-    assert.equal(store.tip()!.height, tip - 15);
-    await scanner.catchUp();
-    await assertMatchesDaemon(ltc.rpc, store);
-    await scanner.rollbackTo(tip - 100);
-    assert.equal(store.tip(), null, 'below the undo records: dropped, to be rebuilt from the start height');
-    await scanner.catchUp();
-    await assertMatchesDaemon(ltc.rpc, store);
-  });
-
-  it('indexes from a configured start height only', async () => {
-    const start = 150;
-    const { scanner, store } = await openIndex(ltc, kind, 'start', { startHeight: start });
-    await scanner.catchUp();
-    await assertMatchesDaemon(ltc.rpc, store, start);
-    const { txsOf } = await chainView(ltc.rpc, start);
-    for (const a of txsOf.keys()) for (const t of await store.transactions(a)) assert.ok(t.height >= start);
-  });
-
-  it('follows the tip in the background and stops cleanly', async () => {
-    const { scanner, store } = await openIndex(ltc, kind, 'main');
-    scanner.start();
-    const until = async (cond: () => Promise<boolean>) => {
-      for (let i = 0; i < 400 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 25));
-      assert.ok(await cond());
-    };
-    const daemonTip = () => ltc.rpc.call<number>('getblockcount');
-    await until(async () => store.tip()?.height === (await daemonTip()));
-    await activity(ltc, addrs, 500);
-    await until(async () => store.tip()?.height === (await daemonTip()));
-    await scanner.stop();
-    assert.equal(scanner.running, false);
-    await ltc.mine(2);
-    await new Promise((r) => setTimeout(r, 200));
-    assert.equal(store.tip()!.height, (await daemonTip()) - 2, 'a stopped scanner stays stopped');
-    scanner.start();
-    await until(async () => store.tip()?.height === (await daemonTip()));
-    await scanner.stop();
-    await assertMatchesDaemon(ltc.rpc, store);
+    it('follows the tip in the background and stops cleanly', async () => {
+      const { scanner, store } = await openIndex(ltc, kind, 'main');
+      scanner.start();
+      const until = async (cond: () => Promise<boolean>) => {
+        for (let i = 0; i < 400 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 25));
+        assert.ok(await cond());
+      };
+      const daemonTip = () => ltc.rpc.call<number>('getblockcount');
+      await until(async () => store.tip()?.height === (await daemonTip()));
+      await activity(ltc, addrs, 500);
+      await until(async () => store.tip()?.height === (await daemonTip()));
+      await scanner.stop();
+      assert.equal(scanner.running, false);
+      await ltc.mine(2);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(store.tip()!.height, (await daemonTip()) - 2, 'a stopped scanner stays stopped');
+      scanner.start();
+      await until(async () => store.tip()?.height === (await daemonTip()));
+      await scanner.stop();
+      await assertMatchesDaemon(ltc.rpc, store);
+    });
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Each store on its own, with synthetic blocks (no daemon): a long run of full blocks (the SQLite store
  * commits it as several transactions of whole blocks) interrupted by a crash keeps whole blocks only, with
- * the tip at the last one, and what it holds equals a model of those blocks; the rest then goes on top.
+ * the tip at the last one, and what it holds equals a model of those blocks (outputs, and the running
+ * balances); the rest then goes on top. An index of the previous schema is migrated at open.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -86,6 +87,22 @@ for (const kind of storeKinds())
       await assertHolds(store, bs, bs.length - 1);
       await store.undoTip();
       await assertHolds(store, bs, bs.length - 2);
+      await store.close();
+    });
+
+    it('an index of schema 1 (balances summed per request) gets its running balances at open', async () => {
+      const bs = blocks(3);
+      const first = await kind.make('schema1');
+      await first.open();
+      await first.applyBlocks(bs);
+      await first.close();
+      // What schema 1 held: no balance table.
+      await kind.sql('schema1', (t) => `DROP TABLE ${t('balance')}; UPDATE ${t('meta')} SET value = '1' WHERE key = 'schema'`);
+      const store = await kind.make('schema1');
+      assert.equal((await store.open())!.height, 2, 'kept, not rebuilt');
+      await assertHolds(store, bs, 2);
+      await store.undoTip();
+      await assertHolds(store, bs, 1);
       await store.close();
     });
   });

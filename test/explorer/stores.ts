@@ -1,10 +1,15 @@
 /**
- * The stores every explorer test runs against: the embedded SQLite store and PostgreSQL (a real server,
- * started for the suite). `EXPLORER_STORES=sqlite` (or `postgres`) runs one of them.
+ * The stores the explorer tests run against: the embedded SQLite store and PostgreSQL (a real server,
+ * started for the suite). The store contract (store.test.ts, and scanner.test.ts on a real chain: reorgs,
+ * crashes at every write step) runs on every kind of `storeKinds()`; `EXPLORER_STORES=sqlite` (or
+ * `postgres`) runs one of them. The suites of the node's routes and process (routes, kill -9) test the
+ * node above the contract and run once, on `nodeStoreKind()`: the default store (SQLite), or
+ * `EXPLORER_NODE_STORE=postgres`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
 import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
 import type { ExplorerStore, WriteStep } from '../../plugins/explorer/store.ts';
@@ -27,6 +32,8 @@ export interface StoreKind {
   copy(from: string, to: string): Promise<void>;
   /** The node's `explorer.store` section for index `name`. */
   nodeConfig(name: string): Record<string, unknown>;
+  /** Run SQL on index `name` behind the store's back (stores open on it are closed first); `table` maps a bare table name to this kind's. */
+  sql(name: string, statements: (table: (t: string) => string) => string): Promise<void>;
 }
 
 class SqliteKind implements StoreKind {
@@ -58,6 +65,14 @@ class SqliteKind implements StoreKind {
   }
   nodeConfig(name: string) {
     return { kind: 'embedded', path: this.file(name) };
+  }
+  async sql(name: string, statements: (table: (t: string) => string) => string) {
+    const db = new Database(this.file(name));
+    try {
+      db.exec(statements((t) => t));
+    } finally {
+      db.close();
+    }
   }
 }
 
@@ -99,10 +114,24 @@ class PostgresKind implements StoreKind {
   nodeConfig(name: string) {
     return { kind: 'postgres', url: this.server!.url(this.db(name)) };
   }
+  async sql(name: string, statements: (table: (t: string) => string) => string) {
+    const c = new pg.Client({ connectionString: this.server!.url(this.db(name)) });
+    await c.connect();
+    try {
+      await c.query(statements((t) => `explorer_${t}`));
+    } finally {
+      await c.end();
+    }
+  }
   /** For node tests: the database must exist before the node opens it. */
   async prepare(name: string) {
     await this.ensure(name);
   }
+}
+
+/** The store under the node-level suites (routes, kill -9): the default one unless EXPLORER_NODE_STORE names another. */
+export function nodeStoreKind(): StoreKind {
+  return process.env.EXPLORER_NODE_STORE === 'postgres' ? new PostgresKind() : new SqliteKind();
 }
 
 export function storeKinds(): StoreKind[] {

@@ -1,0 +1,106 @@
+/**
+ * Where a PostgreSQL run's time goes: synthetic regtest-sized blocks (20 outputs, 8 spends of outputs of
+ * earlier runs) written through the store's own `applyBlocks` in runs of 32, each statement timed from the
+ * client (the round trip: sending, the server's work, the answer), against the CPU time of this process.
+ *
+ *   npx tsx scripts/bench/explorer-pg-runs.ts [--blocks 2000] [--store sqlite]
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
+import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
+import type { ParsedBlock, Utxo } from '../../plugins/explorer/store.ts';
+import { startPostgres } from '../../test/explorer/postgres.ts';
+
+const arg = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+};
+const BLOCKS = Number(arg('blocks', '2000'));
+/** `--store sqlite`: the same runs into the embedded store (its writes are this process's CPU). */
+const STORE = arg('store', 'postgres');
+const h = (s: string) => createHash('sha256').update(s).digest('hex');
+
+const spent: Record<string, { n: number; ms: number }> = {};
+const query = pg.Client.prototype.query as (...a: unknown[]) => Promise<unknown>;
+(pg.Client.prototype as unknown as { query: unknown }).query = function (this: pg.Client, ...a: unknown[]) {
+  const text = typeof a[0] === 'string' ? a[0] : ((a[0] as { text?: string })?.text ?? '');
+  const key = text.replace(/\s+/g, ' ').trim().slice(0, 40);
+  const t = performance.now();
+  const p = query.apply(this, a);
+  if (p && typeof (p as Promise<unknown>).then === 'function')
+    (p as Promise<unknown>).then(
+      () => {
+        const s = (spent[key] ??= { n: 0, ms: 0 });
+        s.n++;
+        s.ms += performance.now() - t;
+      },
+      () => {},
+    );
+  return p;
+};
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'explorer-runs-'));
+const server = STORE === 'postgres' ? await startPostgres({ durable: true, settings: ['-c shared_buffers=256MB', '-c max_wal_size=8GB'] }) : null;
+try {
+  await server?.createDatabase('runs');
+  const store = server ? new PgExplorerStore({ url: server.url('runs'), undoDepth: 1000 }) : new SqliteExplorerStore(path.join(dir, 'index.sqlite'), { undoDepth: 1000 });
+  await store.open();
+  const blocks: ParsedBlock[] = [];
+  let prev = '';
+  for (let k = 0; k < BLOCKS; k++) {
+    const outputs: Utxo[] = [];
+    for (let i = 0; i < 20; i++) outputs.push({ txid: h(`t${k}:${i >> 2}`), vout: i & 3, address: `rltc1q${h(`a${(k * 20 + i) % 997}`).slice(0, 36)}`, satoshis: 1000 + i, height: k, scriptPubKey: '0014' + h(`s${i}`).slice(0, 40), coinbase: false });
+    const spends = k < 40 ? [] : Array.from({ length: 8 }, (_, i) => ({ txid: h(`t${k}:${i >> 1}`), prevTxid: h(`t${k - 40}:${i}`), prevVout: 0 }));
+    const hash = h(`b${k}`);
+    blocks.push({ height: k, hash, prev, outputs, spends, txCount: 6 });
+    prev = hash;
+  }
+  // The server's CPU time (every process of the cluster: backends, WAL writer, checkpointer) does not depend
+  // on how busy the machine is, unlike the wall time.
+  const admin = server ? new pg.Client({ connectionString: server.url('runs') }) : null;
+  await admin?.connect();
+  const tick = 100;
+  const serverCpu = async () => {
+    if (!admin) return 0;
+    const pids = (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity')).rows.map((r) => r.pid);
+    let t = 0;
+    for (const pid of pids) {
+      try {
+        const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+        t += Number(f[11]) + Number(f[12]);
+      } catch {}
+    }
+    return (t * 1000) / tick;
+  };
+  const cpu = process.cpuUsage();
+  const s0 = await serverCpu();
+  const t0 = performance.now();
+  for (let k = 0; k < BLOCKS; k += 32) await store.applyBlocks(blocks.slice(k, k + 32));
+  const ms = performance.now() - t0;
+  const c = process.cpuUsage(cpu);
+  const runs = Math.ceil(BLOCKS / 32);
+  console.log(
+    `${BLOCKS} blocks in ${runs} runs: ${ms.toFixed(0)} ms (${(ms / runs).toFixed(1)} ms a run); CPU a run: this process ${((c.user + c.system) / 1000 / runs).toFixed(1)} ms, the server ${(((await serverCpu()) - s0) / runs).toFixed(1)} ms`,
+  );
+  await admin?.end();
+  for (const [k, v] of Object.entries(spent).sort((a, b) => b[1].ms - a[1].ms)) console.log(`  ${v.ms.toFixed(0).padStart(6)} ms  ${String(v.n).padStart(5)} x  ${(v.ms / v.n).toFixed(2)} ms  ${k}`);
+  if (server && process.argv.includes('--explain')) {
+    const c = new pg.Client({ connectionString: server.url('runs') });
+    await c.connect();
+    const keys = blocks.slice(100, 132).flatMap((b) => b.outputs.slice(0, 8));
+    const r = await c.query(`EXPLAIN ANALYZE SELECT u.* FROM explorer_utxo u JOIN unnest($1::bytea[], $2::int[]) AS d(txid, vout) ON u.txid = d.txid AND u.vout = d.vout`, [
+      keys.map((k) => Buffer.from(k.txid, 'hex')),
+      keys.map((k) => k.vout),
+    ]);
+    console.log(r.rows.map((x) => x['QUERY PLAN']).join('\n'));
+    await c.end();
+  }
+  await store.close();
+} finally {
+  await server?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
