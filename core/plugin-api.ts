@@ -73,6 +73,8 @@ export interface HandlerInput<B = any> {
   secure: boolean;
   /** Operations only: throws a Canceled error at a safe point once the caller asked to cancel. */
   checkpoint: () => void;
+  /** Operations only: what the work has done so far; polls of the operation show it as `progress`. */
+  progress: (p: unknown) => void;
 }
 
 /** A server-sent event stream (`method: SSE` routes). Headers go out with the first event. */

@@ -246,6 +246,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
         const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => {
           input.signal = ctl.signal;
           input.checkpoint = ctl.checkpoint;
+          input.progress = ctl.progress;
           return plain(input);
         });
         ctx.set('Location', op.statusUrl);
