@@ -20,7 +20,7 @@ import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import tar from 'tar-stream';
 import { ApiError } from '../../core/plugin-api.ts';
-import { Dir, walkError } from './safe-path.ts';
+import { Dir, walkError, writerOf } from './safe-path.ts';
 import type { Checkpoint } from './tree.ts';
 
 const CHUNK = 256 * 1024;
@@ -146,7 +146,7 @@ export async function packToFile(dir: Dir, names: string[], outDir: Dir, outName
   const { stream, done } = packStream(own, names, opts);
   const out = await outDir.create(outName, 0o600);
   try {
-    await pipeline(stream, fs.createWriteStream('', { fd: out.fd, autoClose: false, highWaterMark: CHUNK }));
+    await pipeline(stream, writerOf(out));
     await out.sync();
   } finally {
     await out.close();

@@ -24,7 +24,7 @@ import { extractInto, packToFile, type ExtractLimits } from './archive.ts';
 import type { ComponentLock } from './browser.ts';
 import { sendFile } from './download.ts';
 import { parseRemoteUrl, remoteRequest } from './remote.ts';
-import { Root, withDir, type Dir } from './safe-path.ts';
+import { readerOf, Root, withDir, writerOf, type Dir } from './safe-path.ts';
 import { BACKUP_DIR, backupFileName, BACKUP_TYPES, parseBackupRef, STAGING, volumeOf, type BackupType, type VolumeTarget } from './target.ts';
 import { removeTree } from './tree.ts';
 
@@ -140,7 +140,7 @@ export function backupHandlers(d: BackupDeps): Record<string, Handler> {
         const out = await dir.create(partial, 0o600);
         try {
           // The upload sits in the node's own temp folder (formidable); copied into the volume by descriptor.
-          await pipeline(fs.createReadStream(files[0].filepath!), fs.createWriteStream('', { fd: out.fd, autoClose: false }));
+          await pipeline(fs.createReadStream(files[0].filepath!), writerOf(out));
           await out.sync();
         } catch (e) {
           await fs.promises.unlink(dir.at(partial)).catch(() => undefined);
@@ -241,10 +241,7 @@ export async function recoverRestore(d: Pick<BackupDeps, 'apps' | 'log' | 'event
       let journal: { stopped?: boolean; wasRunning?: boolean } = {};
       try {
         const { fh } = await restore.openRead(JOURNAL).catch(() => ({ fh: null as any }));
-        if (fh) {
-          journal = JSON.parse((await fh.readFile('utf8')) || '{}');
-          await fh.close();
-        }
+        if (fh) journal = JSON.parse((await fh.readFile('utf8').finally(() => fh.close())) || '{}');
       } catch {
         journal = {};
       }
@@ -309,7 +306,7 @@ async function restoreOne(d: BackupDeps, t: VolumeTarget, type: BackupType, url:
       await fs.promises.mkdir(restore.at('new'), { mode: 0o755 });
       const fresh = await restore.sub('new');
       try {
-        await extractInto(fresh, fs.createReadStream('', { fd: fh.fd, autoClose: false, start: 0, highWaterMark: 256 * 1024 }), d.limits, { checkpoint, owners: true });
+        await extractInto(fresh, readerOf(fh), d.limits, { checkpoint, owners: true });
         await fresh.fh.sync();
       } finally {
         await fresh.close();

@@ -8,7 +8,7 @@ import { ApiError, reply, type HandlerInput, type Handler } from '../../core/plu
 import type { AppsService } from '../apps/api.ts';
 import { extractInto, packStream, packToFile, type ExtractLimits } from './archive.ts';
 import { sendFile } from './download.ts';
-import { parseName, PathRefused, withDir, walkError, type Dir } from './safe-path.ts';
+import { parseName, PathRefused, readerOf, withDir, walkError, type Dir } from './safe-path.ts';
 import { STAGING, volumeOf, volumePath } from './target.ts';
 import { copyTree, listInfo, removeTree } from './tree.ts';
 
@@ -190,12 +190,13 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
         const a = await t.root.parentOf(src);
         const { fh } = await a.dir.openRead(a.name).finally(() => a.dir.close());
         const stageName = `extract-${randomUUID()}`;
-        const staging = await t.root.walk([STAGING], { create: true });
+        let staging: Dir | null = null;
         try {
+          staging = await t.root.walk([STAGING], { create: true });
           await fs.promises.mkdir(staging.at(stageName), { mode: 0o700 });
           const stage = await staging.sub(stageName);
           try {
-            const stats = await extractInto(stage, fs.createReadStream('', { fd: fh.fd, autoClose: false, start: 0, highWaterMark: 256 * 1024 }), d.limits, { checkpoint: () => i.checkpoint() });
+            const stats = await extractInto(stage, readerOf(fh), d.limits, { checkpoint: () => i.checkpoint() });
             i.progress({ extracted: stats });
             // Then move each top-level entry into the target, which must not hold any of them.
             const dest = await t.root.walk(dst, { create: true });
@@ -213,8 +214,10 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
           }
         } finally {
           await fh.close();
-          await removeTree(staging, stageName).catch(() => undefined);
-          await staging.close();
+          if (staging) {
+            await removeTree(staging, stageName).catch(() => undefined);
+            await staging.close();
+          }
         }
       });
     },

@@ -5,7 +5,7 @@
  * safe-path.ts (descriptors, never a link followed, never a shell).
  */
 import path from 'node:path';
-import { configSchema, coreServices, definePlugin } from '../../core/plugin-api.ts';
+import { ApiError, configSchema, coreServices, definePlugin, type Handler, type PlainHandler } from '../../core/plugin-api.ts';
 import { appsService } from '../apps/api.ts';
 import { Periodic } from '../apps/periodic.ts';
 import { backupHandlers, cleanupLocalBackups, recoverRestore } from './backup.ts';
@@ -83,12 +83,27 @@ export default definePlugin({
     );
     cleanup.start(cfg.cleanupIntervalMs);
 
+    // The operations queue answers an unexpected failure as a bare 500 problem; the cause goes to the log here.
+    const logged = (handlers: Record<string, Handler>) =>
+      Object.fromEntries(
+        Object.entries(handlers).map(([name, fn]) => [
+          name,
+          (async (input) => {
+            try {
+              return await (fn as PlainHandler)(input);
+            } catch (e) {
+              if (!(e instanceof ApiError) && (e as Error)?.constructor?.name !== 'CanceledError') ctx.log.error({ err: e, handler: name }, 'volumes: request failed');
+              throw e;
+            }
+          }) as PlainHandler,
+        ]),
+      );
     return {
-      handlers: {
+      handlers: logged({
         ...browserHandlers({ apps: ctx.apps, limits, lock }),
         ...backupHandlers(deps),
         ...shareHandlers(cfg.shareDir || path.join(ctx.node.dataDir, 'coreshare')),
-      },
+      }),
       dispose: async () => {
         await cleanup.stop();
         await recovered;

@@ -17,6 +17,7 @@
 import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
 import { ApiError } from '../../core/plugin-api.ts';
 
 const C = fs.constants;
@@ -224,3 +225,34 @@ export async function withDir<T>(dir: Dir | Promise<Dir>, fn: (d: Dir) => Promis
 }
 
 export const joinRel = (...parts: string[]) => path.posix.join(...parts);
+
+/**
+ * A stream of a file read through its handle. Never hand a numeric descriptor to fs streams here: a stream
+ * destroyed by a failed pipeline closes "its" descriptor even with autoClose false, and that number may by
+ * then belong to another file (measured: EBADF on the handle's own close).
+ */
+export function readerOf(fh: FileHandle, chunk = 256 * 1024): Readable {
+  return Readable.from(
+    (async function* () {
+      let pos = 0;
+      for (;;) {
+        const buf = Buffer.allocUnsafe(chunk);
+        const { bytesRead } = await fh.read(buf, 0, chunk, pos);
+        if (!bytesRead) return;
+        pos += bytesRead;
+        yield buf.subarray(0, bytesRead);
+      }
+    })(),
+    { objectMode: false },
+  );
+}
+
+/** A writable stream into a file handle (which stays the caller's to close). */
+export function writerOf(fh: FileHandle): Writable {
+  return new Writable({
+    highWaterMark: 256 * 1024,
+    write(chunk: Buffer, _enc, cb) {
+      fh.write(chunk).then(() => cb(), cb);
+    },
+  });
+}
