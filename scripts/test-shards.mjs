@@ -16,7 +16,7 @@ import path from 'node:path';
 // Balanced by measured wall time on an otherwise idle 2-core machine (about 290, 190 and 340 s before
 // test/attack moved to the second shard).
 const SHARDS = [
-  ['test/apps', 'test/explorer'],
+  ['test/apps', 'test/volumes', 'test/explorer'],
   ['test/deployer', 'test/identity', 'test/attack'],
   ['test/core', 'test/cli', 'test/node', 'test/contract', 'test/daemon', 'test/benchmark'],
 ];

@@ -93,13 +93,14 @@ describe('volumes: restore killed with SIGKILL at every stage', function () {
 
   for (const stage of STAGES) {
     it(`killed in stage "${stage}": after the next start the data is ${SWAPPED.has(stage) ? 'the whole new data' : 'the old data'}, the component runs`, async () => {
-      // The old data, as the app wrote it.
+      // The old data, as the app wrote it (the component may be writing too: it is the test's node server, which writes nothing).
       for (const n of fs.readdirSync(appdata)) fs.rmSync(path.join(appdata, n), { recursive: true, force: true });
       fs.writeFileSync(path.join(appdata, 'keep.txt'), 'old data');
       fs.mkdirSync(path.join(appdata, 'old'));
       fs.writeFileSync(path.join(appdata, 'old/o.txt'), 'o');
 
-      child = await spawnNode({ stageHoldMs: 1500 });
+      // One child per stage: the one started after the previous kill (it did that recovery) runs this restore.
+      child ??= await spawnNode({ stageHoldMs: 1500 });
       const owner = { legacyidauth: (await login(child as any, world.w.owner)).header };
       const started = await child.post('/apps/appendrestoretask', { appname: APP, type: 'local', restore: [{ component: 'web', restore: true }] }, owner);
       assert.equal(started.status, 202, started.text);
@@ -107,7 +108,7 @@ describe('volumes: restore killed with SIGKILL at every stage', function () {
       await eventually(async () => (await child!.get(`/apps/operations/${jobId}`, owner)).json?.data?.progress?.stage === stage, { what: `stage ${stage}`, timeoutMs: 60_000, everyMs: 25 });
       await stop(child, 'SIGKILL');
 
-      child = await spawnNode();
+      child = await spawnNode({ stageHoldMs: 1500 });
       // Recovery at start: the staging folder goes, the data is whole.
       await eventually(() => !fs.existsSync(path.join(world.mount(APP, 'web'), '.corenode-staging/restore')), { what: 'recovery', timeoutMs: 60_000 });
       const files = fs.readdirSync(appdata).sort();
@@ -122,7 +123,6 @@ describe('volumes: restore killed with SIGKILL at every stage', function () {
       await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'component running again', timeoutMs: 60_000 });
       // The op itself reads Evicted (the node that ran it is gone), and a restore runs again normally.
       assert.equal((await child.get(`/apps/operations/${jobId}`, owner)).json.data.status, 'Evicted');
-      await stop(child);
     });
   }
 });

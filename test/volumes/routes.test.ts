@@ -32,7 +32,7 @@ describe('volumes: routes on a real app volume', function () {
   const events: { name: string; data: any }[] = [];
 
   before(async () => {
-    world = await startWorld({ app: APP, other: OTHER });
+    world = await startWorld({ app: APP, other: OTHER }, { volumes: { cleanupIntervalMs: 300 } });
     appdata = path.join(world.mount(APP, 'web'), 'appdata');
     otherdata = path.join(world.mount(OTHER, 'web'), 'appdata');
     fs.writeFileSync(path.join(otherdata, 'secret.txt'), SECRET);
@@ -474,6 +474,21 @@ describe('volumes: routes on a real app volume', function () {
       srv.close();
       if (publicIp) execFileSync('ip', ['addr', 'del', '11.0.0.15/32', 'dev', 'lo'], { stdio: 'ignore' });
     }
+  });
+
+  it('local backups older than 24 h are removed by the sweep; younger ones and other types stay', async () => {
+    const dir = path.join(world.mount(APP, 'web'), 'backup');
+    for (const t of ['local', 'upload']) fs.mkdirSync(path.join(dir, t), { recursive: true });
+    const old = path.join(dir, 'local/backup_web.tar.gz');
+    const young = path.join(dir, 'local/backup_other.tar.gz');
+    const upload = path.join(dir, 'upload/backup_web.tar.gz');
+    for (const f of [old, young, upload]) fs.writeFileSync(f, 'x');
+    const dayAgo = new Date(Date.now() - 25 * 3600_000);
+    fs.utimesSync(old, dayAgo, dayAgo);
+    fs.utimesSync(upload, dayAgo, dayAgo);
+    await eventually(() => !fs.existsSync(old), { what: 'the sweep', timeoutMs: 30_000 });
+    assert.ok(fs.existsSync(young) && fs.existsSync(upload));
+    for (const f of [young, upload]) fs.rmSync(f);
   });
 
   it('getvolumedataofcomponent: size, use and free space of the ext4 volume, in units, with fields', async () => {
