@@ -62,6 +62,8 @@ export interface HandlerInput<B = any> {
    * answer is a view of it) when the body fits, so a handler can reuse a few buffers for large bodies.
    */
   readBody?: (into?: Buffer) => Promise<Buffer>;
+  /** Routes whose parser is `deferred`: the raw body as a stream (uploads too large to hold); errors with the 413 past the limit. */
+  bodyStream?: () => NodeJS.ReadableStream;
   /** Uploaded files of a multipart body. */
   files?: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;

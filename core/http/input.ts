@@ -16,6 +16,7 @@ export class RequestInput implements HandlerInput {
   checkpoint: () => void = NOOP;
   progress: (p: unknown) => void = NOOP;
   readBody?: (into?: Buffer) => Promise<Buffer>;
+  bodyStream?: () => import('node:stream').Readable;
   #ctx: Context;
   #signal?: AbortSignal;
 

@@ -17,7 +17,6 @@
  * it the new data, never neither.
  */
 import fs from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import { ApiError, type Events, type Handler, type HandlerInput, type Log } from '../../core/plugin-api.ts';
 import type { AppsService, InstalledAppView } from '../apps/api.ts';
 import { extractInto, packToFile, type ExtractLimits } from './archive.ts';
@@ -40,6 +39,7 @@ export interface BackupDeps {
   limits: ExtractLimits;
   lock: ComponentLock;
   maxRemoteBytes: number;
+  maxUploadBytes: number;
   remoteTimeoutMs: number;
   localMaxAgeMs: number;
   now: () => number;
@@ -131,16 +131,39 @@ export function backupHandlers(d: BackupDeps): Record<string, Handler> {
     },
     fileupload: async (i) => {
       const t = await volumeOf(d.apps, v(i).appname, v(i).component);
-      const files = Object.values(i.files ?? {}).flat() as { filepath?: string; size?: number }[];
-      if (files.length !== 1 || typeof files[0]?.filepath !== 'string') throw ApiError.badRequest('Send exactly one file (multipart/form-data)');
+      // The body is read only now, after the caller and level passed: an anonymous upload costs no disk.
+      const bodyStream = i.bodyStream;
+      if (!bodyStream) throw new ApiError(500, 'InternalError', 'fileupload must be a deferred-body route');
+      if (!/^multipart\/form-data/i.test(String(i.headers['content-type'] ?? ''))) throw ApiError.badRequest('Send the archive as multipart/form-data');
       const name = backupFileName(t.component.name);
       return withDir(backupDir(t.root, 'upload', true), async (dir) => {
         const partial = `.${name}.partial`;
         await fs.promises.unlink(dir.at(partial)).catch(() => undefined);
         const out = await dir.create(partial, 0o600);
+        let files = 0;
         try {
-          // The upload sits in the node's own temp folder (formidable); copied into the volume by descriptor.
-          await pipeline(fs.createReadStream(files[0].filepath!), writerOf(out));
+          // formidable streams the file part straight into the volume's partial file (no temp copy).
+          const { default: formidable } = await import('formidable');
+          const form = formidable({
+            maxFiles: 1,
+            maxFields: 20,
+            maxFieldsSize: 64 * 1024,
+            maxFileSize: d.maxUploadBytes,
+            maxTotalFileSize: d.maxUploadBytes,
+            allowEmptyFiles: true,
+            minFileSize: 0,
+            fileWriteStreamHandler: () => {
+              files++;
+              return writerOf(out);
+            },
+          });
+          const req = Object.assign(bodyStream(), { headers: i.headers });
+          await form.parse(req as any).catch((e: any) => {
+            if (e instanceof ApiError) throw e;
+            if (e?.httpCode === 413) throw new ApiError(413, 'PayloadTooLarge', `The upload is over ${d.maxUploadBytes} bytes or holds more than one file`, 413);
+            throw ApiError.badRequest('The multipart body could not be parsed');
+          });
+          if (files !== 1) throw ApiError.badRequest('Send exactly one file (multipart/form-data)');
           await out.sync();
         } catch (e) {
           await fs.promises.unlink(dir.at(partial)).catch(() => undefined);

@@ -18,6 +18,7 @@ export interface VolumesConfig {
   maxExtractBytes: number;
   maxExtractEntries: number;
   maxRemoteBytes: number;
+  maxUploadBytes: number;
   remoteTimeoutMs: number;
   localBackupMaxAgeHours: number;
   cleanupIntervalMs: number;
@@ -42,6 +43,8 @@ export default definePlugin({
       maxExtractBytes: { type: 'integer', minimum: 1, default: 10 * 1024 ** 3 },
       maxExtractEntries: { type: 'integer', minimum: 1, default: 1_000_000 },
       maxRemoteBytes: { type: 'integer', minimum: 1, default: 10 * 1024 ** 3 },
+      // Also bounded by the route's body limit in the manifest (10 GB).
+      maxUploadBytes: { type: 'integer', minimum: 1, default: 10 * 1024 ** 3 },
       remoteTimeoutMs: { type: 'integer', minimum: 100, default: 30_000 },
       localBackupMaxAgeHours: { type: 'number', exclusiveMinimum: 0, default: 24 },
       cleanupIntervalMs: { type: 'integer', minimum: 50, default: 3_600_000 },
@@ -60,6 +63,7 @@ export default definePlugin({
       limits,
       lock,
       maxRemoteBytes: cfg.maxRemoteBytes,
+      maxUploadBytes: cfg.maxUploadBytes,
       remoteTimeoutMs: cfg.remoteTimeoutMs,
       localMaxAgeMs: cfg.localBackupMaxAgeHours * 3_600_000,
       now: () => ctx.clock.now(),

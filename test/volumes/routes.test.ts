@@ -32,7 +32,7 @@ describe('volumes: routes on a real app volume', function () {
   const events: { name: string; data: any }[] = [];
 
   before(async () => {
-    world = await startWorld({ app: APP, other: OTHER }, { volumes: { cleanupIntervalMs: 300 } });
+    world = await startWorld({ app: APP, other: OTHER }, { volumes: { cleanupIntervalMs: 300, maxUploadBytes: 1_000_000 } });
     appdata = path.join(world.mount(APP, 'web'), 'appdata');
     otherdata = path.join(world.mount(OTHER, 'web'), 'appdata');
     fs.writeFileSync(path.join(otherdata, 'secret.txt'), SECRET);
@@ -406,7 +406,7 @@ describe('volumes: routes on a real app volume', function () {
     assert.equal(error(await get(`/backup/getlocalbackuplist/elsewhere/B/0/true/${APP}`)).code, 400);
   });
 
-  it('upload and restore from the upload; the upload is capped by its multipart limit and removed after restore', async () => {
+  it('upload (read only after the level passed, streamed into the volume, capped) and restore from it; removed after restore', async () => {
     const archive = await tgz([{ name: 'keep.txt', body: 'from upload' }, { name: 'sub/', type: 'directory' }, { name: 'sub/s.txt', body: 's' }]);
     const up = data(await upload(archive, h().owner));
     assert.equal(up.file, 'upload/backup_web.tar.gz');
@@ -423,6 +423,14 @@ describe('volumes: routes on a real app volume', function () {
     assert.equal(error(await world.node.request('POST', `/ioutils/fileupload/backup/${APP}/web`, { body: empty, headers: h().owner })).code, 400);
     assert.equal(error(await world.node.request('POST', `/ioutils/fileupload/other/${APP}/web`, { body: empty, headers: h().owner })).code, 400);
     assert.equal(error(await upload(archive, h().owner, 'nosuch')).code, 404);
+    const big = await upload(Buffer.alloc(1_500_000, 7), h().owner);
+    assert.equal(big.status, 413, big.text);
+    assert.deepEqual(fs.readdirSync(path.join(world.mount(APP, 'web'), 'backup/upload')), [], 'no partial file left');
+    const two = new FormData();
+    two.append('a', new Blob(['x']), 'a.tar.gz');
+    two.append('b', new Blob(['y']), 'b.tar.gz');
+    assert.equal((await world.node.request('POST', `/ioutils/fileupload/backup/${APP}/web`, { body: two, headers: h().owner })).status, 413);
+    assert.equal(error(await world.node.request('POST', `/ioutils/fileupload/backup/${APP}/web`, { body: 'plain', headers: { ...h().owner, 'content-type': 'text/plain' } })).code, 400);
   });
 
   it('remote: getremotefilesize and a remote restore refuse loopback, private and metadata addresses, also after a redirect', async () => {
