@@ -46,7 +46,7 @@ export async function sendFile(dir: Dir, name: string, range: string | string[] 
     await fh.close();
     return reply(200, '', { ...headers, 'Content-Length': '0' });
   }
-  const stream = fs.createReadStream('', { fd: fh as any, start, end, autoClose: true, highWaterMark: 256 * 1024 });
+  const stream = fs.createReadStream('', { fd: fh as any, start, end, autoClose: true, highWaterMark: 1024 * 1024 });
   headers['Content-Length'] = String(end - start + 1);
   if (r) headers['Content-Range'] = `bytes ${start}-${end}/${size}`;
   return reply(r ? 206 : 200, stream, headers);

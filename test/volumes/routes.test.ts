@@ -340,6 +340,46 @@ describe('volumes: routes on a real app volume', function () {
     untouched();
   });
 
+  it('a folder swapped for a link to the other app\'s volume while requests run: never its file, never a write there', async () => {
+    const race = path.join(appdata, 'race');
+    fs.mkdirSync(race);
+    fs.writeFileSync(path.join(race, 'secret.txt'), 'mine');
+    let stop = false;
+    let swaps = 0;
+    const swapper = (async () => {
+      while (!stop) {
+        fs.renameSync(race, `${race}.real`);
+        fs.symlinkSync(otherdata, race);
+        await new Promise((r) => setImmediate(r));
+        fs.unlinkSync(race);
+        fs.renameSync(`${race}.real`, race);
+        await new Promise((r) => setImmediate(r));
+        swaps++;
+      }
+    })();
+    let served = 0;
+    try {
+      for (let k = 0; k < 60; k++) {
+        const answers = await Promise.all([
+          get(`/apps/downloadfile/${APP}/web/${enc('appdata/race/secret.txt')}`),
+          get(`/apps/getfolderinfo/${APP}/web/${enc('appdata/race')}`),
+          get(`/apps/createfolder/${APP}/web/${enc(`appdata/race/made${k}`)}`),
+          get(`/apps/removeobject/${APP}/web/${enc('appdata/race/secret.txt')}`),
+        ]);
+        for (const a of answers) assert.ok(!a.text.includes(SECRET), a.text.slice(0, 200));
+        if (answers[0].text === 'mine') served++;
+        if (!fs.existsSync(path.join(`${race}.real`, 'secret.txt')) && !fs.existsSync(path.join(race, 'secret.txt')) && fs.lstatSync(race).isDirectory())
+          fs.writeFileSync(path.join(race, 'secret.txt'), 'mine');
+      }
+    } finally {
+      stop = true;
+      await swapper;
+    }
+    assert.ok(swaps > 10, `swaps ${swaps}, served ${served}`);
+    untouched();
+    fs.rmSync(race, { recursive: true, force: true });
+  });
+
   it('hostile archives: extractobject and an uploaded restore refuse each; nothing lands outside; the old data serves', async () => {
     fs.writeFileSync(path.join(appdata, 'keep.txt'), 'old data');
     const marker = 'h15-made';
