@@ -190,9 +190,15 @@ function checkSymlink(parts: string[], linkname: string): void {
  * Extract a gzip tar stream into `target` (a fresh staging folder). Owners are kept only when this
  * process is root and `owners` is set; set-user/group-id bits are always dropped.
  */
-export async function extractInto(target: Dir, input: Readable, limits: ExtractLimits, opts: { checkpoint?: Checkpoint; owners?: boolean } = {}): Promise<ExtractStats> {
+export async function extractInto(
+  target: Dir,
+  input: Readable,
+  limits: ExtractLimits,
+  opts: { checkpoint?: Checkpoint; owners?: boolean; onOwner?: (parts: string[], uid: number, gid: number) => void } = {},
+): Promise<ExtractStats> {
   const checkpoint = opts.checkpoint ?? (() => {});
   const chown = !!opts.owners && process.getuid?.() === 0;
+  const record = (parts: string[], h: any) => opts.onOwner?.(parts, Number(h.uid) || 0, Number(h.gid) || 0);
   const stats: ExtractStats = { entries: 0, bytes: 0 };
   const dirs: { parts: string[]; mode: number; mtime?: Date; uid: number; gid: number }[] = [];
   // The folder of the previous entry stays open: archives list a folder's files together.
@@ -233,6 +239,7 @@ export async function extractInto(target: Dir, input: Readable, limits: ExtractL
         if (st && !st.isDirectory()) throw new ArchiveRefused(`entry ${parts.join('/')} replaces a file or link with a folder`);
         if (!st) await fs.promises.mkdir(parent.at(name), { mode: 0o700 });
         dirs.push({ parts, mode, mtime: h.mtime, uid: h.uid, gid: h.gid });
+        record(parts, h);
         stream.resume();
         return;
       }
@@ -257,6 +264,7 @@ export async function extractInto(target: Dir, input: Readable, limits: ExtractL
         } finally {
           await fh.close();
         }
+        record(parts, h);
         return;
       }
       case 'symlink': {
@@ -265,6 +273,7 @@ export async function extractInto(target: Dir, input: Readable, limits: ExtractL
         await replaceable(parent, name, parts);
         await fs.promises.symlink(h.linkname, parent.at(name));
         if (chown) await fs.promises.lchown(parent.at(name), h.uid ?? 0, h.gid ?? 0).catch(() => undefined);
+        record(parts, h);
         stream.resume();
         return;
       }

@@ -19,11 +19,12 @@
 import fs from 'node:fs';
 import { ApiError, type Events, type Handler, type HandlerInput, type Log } from '../../core/plugin-api.ts';
 import type { AppsService, InstalledAppView } from '../apps/api.ts';
-import { extractInto, packToFile, type ExtractLimits } from './archive.ts';
+import { packToFile, type ExtractLimits } from './archive.ts';
+import { extractUnprivileged } from './extract-run.ts';
 import type { ComponentLock } from './browser.ts';
 import { sendFile } from './download.ts';
 import { parseRemoteUrl, remoteRequest } from './remote.ts';
-import { readerOf, Root, withDir, writerOf, type Dir } from './safe-path.ts';
+import { Root, withDir, writerOf, type Dir } from './safe-path.ts';
 import { BACKUP_DIR, backupFileName, BACKUP_TYPES, parseBackupRef, STAGING, volumeOf, type BackupType, type VolumeTarget } from './target.ts';
 import { removeTree } from './tree.ts';
 
@@ -329,7 +330,7 @@ async function restoreOne(d: BackupDeps, t: VolumeTarget, type: BackupType, url:
       await fs.promises.mkdir(restore.at('new'), { mode: 0o755 });
       const fresh = await restore.sub('new');
       try {
-        await extractInto(fresh, readerOf(fh), d.limits, { checkpoint, owners: true });
+        await extractUnprivileged(fresh, fh, d.limits, { checkpoint, signal });
         await fresh.fh.sync();
       } finally {
         await fresh.close();

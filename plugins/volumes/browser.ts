@@ -6,9 +6,10 @@ import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { ApiError, reply, type HandlerInput, type Handler } from '../../core/plugin-api.ts';
 import type { AppsService } from '../apps/api.ts';
-import { extractInto, packStream, packToFile, type ExtractLimits } from './archive.ts';
+import { packStream, packToFile, type ExtractLimits } from './archive.ts';
+import { extractUnprivileged } from './extract-run.ts';
 import { sendFile } from './download.ts';
-import { parseName, PathRefused, readerOf, withDir, walkError, type Dir } from './safe-path.ts';
+import { parseName, PathRefused, withDir, walkError, type Dir } from './safe-path.ts';
 import { STAGING, volumeOf, volumePath } from './target.ts';
 import { copyTree, listInfo, removeTree } from './tree.ts';
 
@@ -196,7 +197,7 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
           await fs.promises.mkdir(staging.at(stageName), { mode: 0o700 });
           const stage = await staging.sub(stageName);
           try {
-            const stats = await extractInto(stage, readerOf(fh), d.limits, { checkpoint: () => i.checkpoint() });
+            const stats = await extractUnprivileged(stage, fh, d.limits, { checkpoint: () => i.checkpoint(), signal: i.signal });
             i.progress({ extracted: stats });
             // Then move each top-level entry into the target, which must not hold any of them.
             const dest = await t.root.walk(dst, { create: true });

@@ -172,12 +172,14 @@ export class Root {
   constructor(
     /** The node's own path of the root (never from a request). */
     readonly dir: string,
+    /** The root is a descriptor handed to this process (`/proc/self/fd/3`, a magic link): open it as it is. */
+    readonly inherited = false,
   ) {}
 
   async open(): Promise<Dir> {
     let fh: FileHandle;
     try {
-      fh = await fs.promises.open(this.dir, DIR_FLAGS);
+      fh = await fs.promises.open(this.dir, this.inherited ? C.O_RDONLY | C.O_DIRECTORY : DIR_FLAGS);
     } catch (e) {
       throw new ApiError(503, 'VolumeUnavailable', `The volume is not available: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
     }

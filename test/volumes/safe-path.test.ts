@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { extractInto, packStream } from '../../plugins/volumes/archive.ts';
+import { extractUnprivileged } from '../../plugins/volumes/extract-run.ts';
 import { parseRelPath, Root } from '../../plugins/volumes/safe-path.ts';
 import { copyTree, removeTree, sizeOf } from '../../plugins/volumes/tree.ts';
 import { hostileArchives, tgz } from './archives.ts';
@@ -136,6 +137,37 @@ describe('volumes: the safe-path module and archives', function () {
     for (const f of [path.join(vol, `${marker}-slip`), `/tmp/${marker}-deep`, `/tmp/${marker}-abs`, `/etc/${marker}-through`, `/tmp/${marker}-rel`])
       assert.ok(!fs.existsSync(f), f);
     assert.ok(!fs.readdirSync(base).some((n) => n.includes(marker)));
+  });
+
+  it('the unprivileged extraction (a child as nobody, with descriptors only) refuses the same, then the node applies the archive\'s owners', async function () {
+    if (process.getuid?.() !== 0) this.skip();
+    fs.chmodSync(base, 0o700); // the worker has no path to anything here: only its two descriptors
+    const data = await tgz([{ name: 'd/', type: 'directory' }, { name: 'd/a.txt', body: 'alpha' }, { name: 'l', type: 'symlink', linkname: 'd/a.txt' }]);
+    // The archive's owners are 0 (tar-stream's default): after the node applies them nothing is nobody's.
+    fs.writeFileSync(path.join(base, 'a.tgz'), data);
+    fs.mkdirSync(path.join(vol, 'unpriv'));
+    const dir = await root.walk(['unpriv']);
+    const fh = await fs.promises.open(path.join(base, 'a.tgz'));
+    try {
+      assert.deepEqual(await extractUnprivileged(dir, fh, { maxBytes: 1 << 20, maxEntries: 100 }), { entries: 3, bytes: 5 });
+    } finally {
+      await fh.close();
+      await dir.close();
+    }
+    assert.equal(fs.readFileSync(path.join(vol, 'unpriv/l'), 'utf8'), 'alpha');
+    for (const p of ['unpriv', 'unpriv/d', 'unpriv/d/a.txt']) assert.equal(fs.statSync(path.join(vol, p)).uid, 0, `${p}: owners applied by the node`);
+    const bad = (await hostileArchives('h15u')).find((a) => a.why === 'tar-slip ../')!;
+    fs.writeFileSync(path.join(base, 'b.tgz'), bad.data);
+    fs.mkdirSync(path.join(vol, 'unpriv2'));
+    const d2 = await root.walk(['unpriv2']);
+    const f2 = await fs.promises.open(path.join(base, 'b.tgz'));
+    await assert.rejects(extractUnprivileged(d2, f2, { maxBytes: 1 << 20, maxEntries: 100 }), (e: any) => e.name === 'ArchiveRefused');
+    await f2.close();
+    await d2.close();
+    // What the worker made before the refusal is its own (nobody), never root's: it had no more right than that.
+    const made = path.join(vol, 'unpriv2/ok.txt');
+    if (fs.existsSync(made)) assert.equal(fs.statSync(made).uid, 65534);
+    assert.ok(!fs.existsSync(path.join(vol, 'h15u-slip')));
   });
 
   it('extracts ordinary archives: folders, files, inner links, hard links, modes without set-id bits', async () => {
