@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, freePortIn, type TestDocker } from '../support/docker.ts';
+import { ensureDocker, freePortIn, unmountUnder, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import type { Answer } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
@@ -36,22 +36,32 @@ export async function startWorld(apps: { app: string; other?: string }, opts: { 
   const registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
   const w = makeWallets();
   const dataDir = fs.mkdtempSync('/tmp/h15-node-');
-  const node = await startAppsNode({
-    docker,
-    ltc,
-    wallets: w,
-    registryAddress,
-    dataDir,
-    plugins: ['volumes'],
-    config: { volumes: { ...TEST_LIMITS, shareDir: path.join(dataDir, 'share'), remoteTimeoutMs: 5000, ...opts.volumes }, ...opts.config },
-  });
-  await registerPaid(node, ltc, registryAddress, w.owner, [await appSpec(docker, w.owner.legacyid, apps.app)]);
-  if (apps.other) await registerPaid(node, ltc, registryAddress, w.other, [await appSpec(docker, w.other.legacyid, apps.other)]);
-  for (const a of [apps.app, apps.other].filter((x): x is string => !!x)) {
-    const lines = ndjson(await node.get(`/apps/installapplocally/${a}`, node.headers.coreTeam));
-    assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
+  let node: AppsNode | undefined;
+  try {
+    node = await startAppsNode({
+      docker,
+      ltc,
+      wallets: w,
+      registryAddress,
+      dataDir,
+      plugins: ['volumes'],
+      config: { volumes: { ...TEST_LIMITS, shareDir: path.join(dataDir, 'share'), remoteTimeoutMs: 5000, ...opts.volumes }, ...opts.config },
+    });
+    await registerPaid(node, ltc, registryAddress, w.owner, [await appSpec(docker, w.owner.legacyid, apps.app)]);
+    if (apps.other) await registerPaid(node, ltc, registryAddress, w.other, [await appSpec(docker, w.other.legacyid, apps.other)]);
+    for (const a of [apps.app, apps.other].filter((x): x is string => !!x)) {
+      const lines = ndjson(await node.get(`/apps/installapplocally/${a}`, node.headers.coreTeam));
+      assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
+    }
+    return { docker, ltc, node, w, dataDir, mount: (app, c) => path.join(dataDir, 'apps', 'mounts', `core${c}_${app}`) };
+  } catch (e) {
+    // A world that did not come up leaves nothing behind (the test's after() has no world to clean).
+    await node?.close().catch(() => undefined);
+    await ltc.stop().catch(() => undefined);
+    await unmountUnder(dataDir).catch(() => undefined);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw e;
   }
-  return { docker, ltc, node, w, dataDir, mount: (app, c) => path.join(dataDir, 'apps', 'mounts', `core${c}_${app}`) };
 }
 
 /** Poll an operation (as `headers`) until it is no longer Running; answers its data. */
