@@ -62,6 +62,8 @@ export interface HandlerInput<B = any> {
    * answer is a view of it) when the body fits, so a handler can reuse a few buffers for large bodies.
    */
   readBody?: (into?: Buffer) => Promise<Buffer>;
+  /** Routes whose parser is `deferred`: the raw body as a stream (uploads too large to hold); errors with the 413 past the limit. */
+  bodyStream?: () => NodeJS.ReadableStream;
   /** Uploaded files of a multipart body. */
   files?: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;
@@ -73,6 +75,8 @@ export interface HandlerInput<B = any> {
   secure: boolean;
   /** Operations only: throws a Canceled error at a safe point once the caller asked to cancel. */
   checkpoint: () => void;
+  /** Operations only: what the work has done so far; polls of the operation show it as `progress`. */
+  progress: (p: unknown) => void;
 }
 
 /** A server-sent event stream (`method: SSE` routes). Headers go out with the first event. */

@@ -3,6 +3,7 @@
  * HTTPS only -> removed -> plugin enabled -> gate -> query refused -> body (413) -> caller and level ->
  * input validation -> handler (or operation) -> envelope.
  */
+import { Transform, type Readable } from 'node:stream';
 import fs from 'node:fs';
 import type { Context } from 'koa';
 import type { ValidateFunction } from 'ajv';
@@ -220,7 +221,10 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       }
 
       const input = new RequestInput(ctx, r.info, params, query, body, rawBody, files, caller, values);
-      if (parser === 'deferred') input.readBody = (into?: Buffer) => readDeferred(ctx, limit, into);
+      if (parser === 'deferred') {
+        input.readBody = (into?: Buffer) => readDeferred(ctx, limit, into);
+        input.bodyStream = () => streamDeferred(ctx, limit);
+      }
 
       svc.onHandler?.(spec.id, caller);
       const handler = r.handler!;
@@ -246,6 +250,7 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
         const op = svc.queue.start(caller.legacyid, spec.id, async (ctl) => {
           input.signal = ctl.signal;
           input.checkpoint = ctl.checkpoint;
+          input.progress = ctl.progress;
           return plain(input);
         });
         ctx.set('Location', op.statusUrl);
@@ -270,6 +275,25 @@ async function readDeferred(ctx: Context, limit: number, into?: Buffer): Promise
   if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
   if (ctx.req.headers.expect === '100-continue' && !ctx.res.headersSent) ctx.res.writeContinue();
   return readRaw(ctx.req, limit, into);
+}
+
+/**
+ * The body of a `deferred` route as a stream, for uploads too large to hold (the caller and level were
+ * checked before): it errors with the 413 once more than the route's limit has arrived.
+ */
+function streamDeferred(ctx: Context, limit: number): Readable {
+  if (declaredTooLarge(ctx.req, limit)) throw tooLarge(limit);
+  if (ctx.req.headers.expect === '100-continue' && !ctx.res.headersSent) ctx.res.writeContinue();
+  let size = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      cb(size > limit ? tooLarge(limit) : null, size > limit ? undefined : chunk);
+    },
+  });
+  ctx.req.on('error', (e) => counted.destroy(e));
+  ctx.req.on('aborted', () => counted.destroy(new Error('client aborted the request')));
+  return ctx.req.pipe(counted);
 }
 
 /** One string per key (the first when repeated); keys like `a[$ne]` stay plain strings, never objects. */

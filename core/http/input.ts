@@ -14,7 +14,9 @@ const EMPTY: Record<string, any> = Object.freeze({});
 export class RequestInput implements HandlerInput {
   readonly headers: Record<string, string | string[] | undefined>;
   checkpoint: () => void = NOOP;
+  progress: (p: unknown) => void = NOOP;
   readBody?: (into?: Buffer) => Promise<Buffer>;
+  bodyStream?: () => import('node:stream').Readable;
   #ctx: Context;
   #signal?: AbortSignal;
 

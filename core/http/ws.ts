@@ -74,6 +74,7 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
       secure,
       signal: new AbortController().signal,
       checkpoint: () => {},
+      progress: () => {},
     };
     deps.wss.handleUpgrade(req, socket, head, (ws) => {
       // A protocol error (a frame over maxPayload, bad UTF-8) is emitted as 'error': without a listener it

@@ -31,12 +31,16 @@ export interface Operation {
   finishedAt?: number;
   result?: unknown;
   error?: Problem;
+  /** What the worker last reported (`progress()`), while it runs and after. */
+  progress?: unknown;
 }
 
 export interface WorkControl {
   signal: AbortSignal;
   /** Throws when cancellation was asked; call it between steps that leave things consistent. */
   checkpoint(): void;
+  /** Report where the work is; polls show it as `progress`. */
+  progress(p: unknown): void;
 }
 
 export class CanceledError extends Error {
@@ -95,6 +99,9 @@ export class OperationsService implements Operations {
       signal: entry.abort.signal,
       checkpoint: () => {
         if (entry.cancelRequested) throw new CanceledError();
+      },
+      progress: (p) => {
+        entry.op.progress = p;
       },
     };
     void this.pq

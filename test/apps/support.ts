@@ -56,6 +56,8 @@ export interface NodeOptions {
   apps?: Record<string, unknown>;
   /** Other top-level config keys (e.g. `node: {eventStream: true}`). */
   config?: Record<string, unknown>;
+  /** Plugins served besides identity, daemon, explorer and apps (e.g. `volumes`). */
+  plugins?: string[];
 }
 
 export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
@@ -84,7 +86,7 @@ export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
   } else {
     config.plugins = { daemon: false, explorer: false };
   }
-  const node = (await startNode({ plugins: ['identity', 'daemon', 'explorer', 'apps'], dataDir, config })) as AppsNode;
+  const node = (await startNode({ plugins: ['identity', 'daemon', 'explorer', 'apps', ...(o.plugins ?? [])], dataDir, config })) as AppsNode;
   node.policyFile = policyFile;
   const close = node.close;
   node.close = async (opts) => {

@@ -1,0 +1,128 @@
+/**
+ * A restore killed with SIGKILL at every stage leaves the old data (or, once the swap is done, the whole new
+ * data), never neither and never a mix, and the component runs again. The app is installed by an in-process
+ * node; then the node runs as a child process (`node --import tsx core/cli/node.ts`) on the same data
+ * folder, with `volumes.stageHoldMs` so that the kill lands inside the stage the operation reports.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from '../../core/config.ts';
+import { unmountUnder } from '../support/docker.ts';
+import { fetchAnswer, manifestsFor } from '../support/node.ts';
+import { eventually } from '../support/wait.ts';
+import { login } from '../support/wallets.ts';
+import { tgz } from './archives.ts';
+import { containerRunning, freeTestPort, startWorld, type VolumesWorld } from './support.ts';
+
+const APP = 'volkill';
+const STAGES = ['fetch', 'extract', 'stop', 'swap', 'swap-in', 'start', 'cleanup'];
+/** Stages after which the new data is already in place (the second rename is done). */
+const SWAPPED = new Set(['start', 'cleanup']);
+
+interface Child {
+  proc: ChildProcess;
+  url: string;
+  get(p: string, headers?: Record<string, string>): ReturnType<typeof fetchAnswer>;
+  post(p: string, body: unknown, headers?: Record<string, string>): ReturnType<typeof fetchAnswer>;
+  exited: Promise<unknown>;
+}
+
+describe('volumes: restore killed with SIGKILL at every stage', function () {
+  this.timeout(600_000);
+  let world: VolumesWorld;
+  let appdata: string;
+  let manifests: string;
+  let baseConfig: Record<string, unknown>;
+  let child: Child | null = null;
+  const logFile = '/tmp/h15-kill-node.log';
+
+  before(async () => {
+    world = await startWorld({ app: APP });
+    appdata = path.join(world.mount(APP, 'web'), 'appdata');
+    // The archive a restore brings in: many files, so "new" data is recognisable as a whole.
+    const files = Array.from({ length: 50 }, (_, k) => ({ name: `new/f${k}.txt`, body: `new ${k}` }));
+    fs.mkdirSync(path.join(world.mount(APP, 'web'), 'backup/local'), { recursive: true });
+    fs.writeFileSync(path.join(world.mount(APP, 'web'), 'backup/local/backup_web.tar.gz'), await tgz([{ name: 'keep.txt', body: 'new data' }, ...files]));
+    const c = world.node.config as Record<string, any>;
+    baseConfig = { initial: c.initial, coreTeam: c.coreTeam, apps: c.apps, node: c.node, volumes: c.volumes, dataDir: world.dataDir, log: { level: 'warn' }, watch: false };
+    await world.node.close({ keepData: true });
+    manifests = manifestsFor(['identity', 'apps', 'volumes']);
+  });
+  after(async () => {
+    if (child) await stop(child);
+    // The last child is gone: remove the app through a fresh in-process node is not needed; unmount and delete.
+    await world?.docker.cli(['rm', '-f', `coreweb_${APP}`, `coreweb_${APP}x`]).catch(() => '');
+    await world?.ltc?.stop();
+    if (world?.dataDir) {
+      await unmountUnder(world.dataDir);
+      fs.rmSync(world.dataDir, { recursive: true, force: true });
+    }
+    if (manifests) fs.rmSync(manifests, { recursive: true, force: true });
+  });
+
+  async function spawnNode(extra: Record<string, unknown> = {}): Promise<Child> {
+    const port = await freeTestPort();
+    const cfgFile = path.join(world.dataDir, 'child-node.json');
+    const volumes = { ...(baseConfig.volumes as object), ...extra };
+    // JSON is YAML: the config file the node reads.
+    fs.writeFileSync(cfgFile, JSON.stringify({ ...baseConfig, volumes, api: { port, host: '127.0.0.1' }, manifestsDir: manifests }));
+    const out = fs.openSync(logFile, 'a');
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'core/cli/node.ts'], { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: cfgFile }, stdio: ['ignore', out, out] });
+    const exited = new Promise((r) => proc.once('exit', r));
+    const url = `http://127.0.0.1:${port}`;
+    const c: Child = {
+      proc,
+      url,
+      exited,
+      get: (p, headers) => fetchAnswer(url + p, { headers, signal: AbortSignal.timeout(10_000) }),
+      post: (p, body, headers) => fetchAnswer(url + p, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'text/plain', ...headers }, signal: AbortSignal.timeout(10_000) }),
+    };
+    await eventually(async () => (await c.get('/core/version').catch(() => null))?.status === 200, { what: 'child node ready', timeoutMs: 90_000, everyMs: 100 });
+    return c;
+  }
+
+  async function stop(c: Child, signal: NodeJS.Signals = 'SIGTERM') {
+    c.proc.kill(signal);
+    await c.exited;
+    child = null;
+  }
+
+  const keep = () => (fs.existsSync(path.join(appdata, 'keep.txt')) ? fs.readFileSync(path.join(appdata, 'keep.txt'), 'utf8') : null);
+
+  for (const stage of STAGES) {
+    it(`killed in stage "${stage}": after the next start the data is ${SWAPPED.has(stage) ? 'the whole new data' : 'the old data'}, the component runs`, async () => {
+      // The old data, as the app wrote it (the component may be writing too: it is the test's node server, which writes nothing).
+      for (const n of fs.readdirSync(appdata)) fs.rmSync(path.join(appdata, n), { recursive: true, force: true });
+      fs.writeFileSync(path.join(appdata, 'keep.txt'), 'old data');
+      fs.mkdirSync(path.join(appdata, 'old'));
+      fs.writeFileSync(path.join(appdata, 'old/o.txt'), 'o');
+
+      // One child per stage: the one started after the previous kill (it did that recovery) runs this restore.
+      child ??= await spawnNode({ stageHoldMs: 1500 });
+      const owner = { legacyidauth: (await login(child as any, world.w.owner)).header };
+      const started = await child.post('/apps/appendrestoretask', { appname: APP, type: 'local', restore: [{ component: 'web', restore: true }] }, owner);
+      assert.equal(started.status, 202, started.text);
+      const jobId = started.json.data.jobId;
+      await eventually(async () => (await child!.get(`/apps/operations/${jobId}`, owner)).json?.data?.progress?.stage === stage, { what: `stage ${stage}`, timeoutMs: 60_000, everyMs: 25 });
+      await stop(child, 'SIGKILL');
+
+      child = await spawnNode({ stageHoldMs: 1500 });
+      // Recovery at start: the staging folder goes, the data is whole.
+      await eventually(() => !fs.existsSync(path.join(world.mount(APP, 'web'), '.corenode-staging/restore')), { what: 'recovery', timeoutMs: 60_000 });
+      const files = fs.readdirSync(appdata).sort();
+      if (SWAPPED.has(stage)) {
+        assert.equal(keep(), 'new data');
+        assert.deepEqual(files, ['keep.txt', 'new']);
+        assert.equal(fs.readdirSync(path.join(appdata, 'new')).length, 50);
+      } else {
+        assert.equal(keep(), 'old data', `killed in ${stage}`);
+        assert.deepEqual(files, ['keep.txt', 'old']);
+      }
+      await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'component running again', timeoutMs: 60_000 });
+      // The op itself reads Evicted (the node that ran it is gone), and a restore runs again normally.
+      assert.equal((await child.get(`/apps/operations/${jobId}`, owner)).json.data.status, 'Evicted');
+    });
+  }
+});
