@@ -177,6 +177,11 @@ describe('filesync: r: and g: app data across three nodes of a real peer mesh', 
     assert.deepEqual(await events(2, 'filesync.removed'), [{ app: 'gapp', folder: 'coredb_gapp' }]);
     for (const i of [0, 1]) assert.deepEqual((await events(i, 'filesync.deviceremoved')).map((e) => e.device), [ids[2]]);
     assert.deepEqual((await events(2, 'filesync.deviceremoved')).map((e) => e.device).sort(), [ids[0], ids[1]].sort());
+    // A's folder lost C (`unshared`); B's paused folder lost it with the device (Syncthing drops a removed
+    // device from its folders).
+    assert.deepEqual((await events(0, 'filesync.unshared')).filter((e) => e.folder === 'coredb_gapp').map((e) => e.devices), [[ids[2]]]);
+    const bFolder = await (await fetch(`http://127.0.0.1:${guiPort(N[1])}/rest/config/folders/coredb_gapp`, { headers: { 'X-API-Key': apiKeyOf(nodes[1]!.home) } })).json();
+    assert.deepEqual(bFolder.devices.map((d: { deviceID: string }) => d.deviceID).sort(), [ids[0], ids[1]].sort());
     // A and B still share rapp and gapp with each other.
     assert.ok((await devices(0)).includes(ids[1]) && (await devices(1)).includes(ids[0]));
   });
