@@ -15,6 +15,11 @@
  *   when nothing is heard from it for `primaryTimeoutMs`, the nodes ask each other what they hold and
  *   the mounted node with the most complete copy (acquired first, then items, bytes, then the lowest node
  *   key) takes over: folder send-receive, container started.
+ * - Devices: a peer's Syncthing device is added when a node it runs shares an app with this one, taken out
+ *   of a folder when its node no longer runs that app, and removed from Syncthing once it shares no app
+ *   with this node (only devices this follower added: the operator's own devices are never touched).
+ * - Transitions go on the node's event bus (`filesync.shared`, `.paused`, `.promoted`, `.elected`,
+ *   `.steppeddown`, `.removed`, `.deviceremoved`): never once per round, only when something changed.
  */
 import type { Collection, Log } from '../../core/plugin-api.ts';
 import type { AppComponentView, AppsService, InstalledAppView } from '../apps/api.ts';
@@ -42,6 +47,15 @@ export interface FolderReport {
   sequence: number;
 }
 
+/** A Syncthing device this follower added for a peer node (the only devices it ever removes). */
+export interface DeviceRecord {
+  _id?: string;
+  device: string;
+  node: string;
+  address: string;
+  at: number;
+}
+
 export interface FolderState {
   _id?: string;
   folder: string;
@@ -64,6 +78,8 @@ export interface FollowerDeps {
   peers: () => PeerNetwork | undefined;
   link: PeerLink;
   store: Collection<FolderState>;
+  devices: Collection<DeviceRecord>;
+  emit: (name: string, data: Record<string, unknown>) => void;
   log: Log;
   intervalMs: number;
   primaryTimeoutMs: number;
@@ -73,7 +89,8 @@ export class Follower {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
-  private readonly startedAt = Date.now();
+  /** When the first round found Syncthing answering: the start of the listening window (see decide). */
+  private firstRoundAt = 0;
   private readonly roles = new Map<string, { role: 'primary' | 'standby'; since: number }>();
   private readonly heard = new Map<string, { node: string; since: number; at: number }>();
   private unsubscribe: (() => void) | null = null;
@@ -127,17 +144,21 @@ export class Follower {
     const peers = this.d.peers();
     this.listen(peers);
     if (!apps || !(await this.d.client.ping())) return;
+    this.firstRoundAt ||= Date.now();
     this.selfDevice ||= await this.d.client.deviceId();
     const installed = await apps.list();
     const wanted = new Set<string>();
+    const inUse = new Set<string>();
+    let complete = true;
     for (const app of installed)
       for (const c of app.components) {
         const mode = syncMode(c.containerData);
         if (!mode) continue;
         wanted.add(c.container);
         try {
-          await this.follow(app, c, mode, peers);
+          for (const d of await this.follow(app, c, mode, peers)) inUse.add(d);
         } catch (e) {
+          complete = false;
           this.d.log.warn({ app: app.name, component: c.name, err: (e as Error).message }, 'filesync: folder not followed this round');
         }
       }
@@ -147,44 +168,94 @@ export class Follower {
       await this.d.client.call('DELETE', `/rest/config/folders/${s.folder}`).catch(() => {});
       await this.d.store.remove({ folder: s.folder }, {});
       this.roles.delete(s.folder);
+      this.d.emit('filesync.removed', { app: s.app, folder: s.folder });
+    }
+    // Devices that share no app with this node any more leave Syncthing's config. Only after a round that
+    // followed every folder (an error could hide a device still in use) and with the peer network present
+    // (without it nothing says where apps run).
+    if (complete && peers) await this.pruneDevices(inUse);
+  }
+
+  private async pruneDevices(inUse: Set<string>) {
+    for (const r of await this.d.devices.find({})) {
+      if (inUse.has(r.device)) continue;
+      try {
+        await this.d.client.call('DELETE', `/rest/config/devices/${r.device}`);
+      } catch (e) {
+        if ((e as { code?: number }).code !== 404) throw e;
+      }
+      await this.d.devices.remove({ device: r.device }, { multi: true });
+      this.d.log.info({ device: r.device, node: r.node }, 'filesync: device removed (it shares no app with this node)');
+      this.d.emit('filesync.deviceremoved', { device: r.device, node: r.node, address: r.address });
     }
   }
 
-  private async others(app: string, peers: PeerNetwork | undefined): Promise<{ listed: number; nodes: Set<string>; reached: Other[] }> {
-    if (!peers) return { listed: 0, nodes: new Set(), reached: [] };
+  /** Within the listening window after the first round: the peer network may not have told where apps run yet. */
+  private settling(peers: PeerNetwork | undefined): boolean {
+    return !!peers && Date.now() - this.firstRoundAt < this.d.primaryTimeoutMs;
+  }
+
+  /**
+   * The other nodes the peer network lists for the app, those reached this round (with their device id),
+   * and the devices of all listed nodes (a listed node not reached this round keeps its last known device).
+   */
+  private async others(app: string, peers: PeerNetwork | undefined): Promise<{ listed: number; nodes: Set<string>; reached: Other[]; devices: Set<string> }> {
+    if (!peers) return { listed: 0, nodes: new Set(), reached: [], devices: new Set() };
     const locs = (await peers.locations(app)).filter((l) => l.node !== peers.nodeKey);
     const reached: Other[] = [];
+    const devices = new Set<string>();
     for (const l of locs) {
       try {
-        reached.push({ node: l.node, address: l.ip, device: await this.d.link.deviceId(l.ip) });
+        const o = { node: l.node, address: l.ip, device: await this.d.link.deviceId(l.ip) };
+        reached.push(o);
+        devices.add(o.device);
       } catch (e) {
+        const known = (await this.d.devices.find({ node: l.node })).sort((a, b) => b.at - a.at)[0];
+        if (known) devices.add(known.device);
         this.d.log.debug({ app, peer: l.ip, err: (e as Error).message }, 'filesync: peer device id not reached');
       }
     }
-    return { listed: locs.length, nodes: new Set(locs.map((l) => l.node)), reached };
+    return { listed: locs.length, nodes: new Set(locs.map((l) => l.node)), reached, devices };
   }
 
-  private async follow(app: InstalledAppView, c: AppComponentView, mode: 'r' | 'g', peers: PeerNetwork | undefined): Promise<void> {
+  /** Follow one component's folder; answers the devices it keeps sharing with (for device removal). */
+  private async follow(app: InstalledAppView, c: AppComponentView, mode: 'r' | 'g', peers: PeerNetwork | undefined): Promise<string[]> {
     const folder = c.container;
     if (!isFolderId(folder)) throw new Error(`container name ${folder} is not a usable folder id`);
     const existing = await this.folderConfig(folder);
+    const { listed, nodes, reached, devices } = await this.others(app.name, peers);
     if (!c.mounted) {
       // Never share the folder of an unmounted volume: what is there is the empty mount point.
-      if (existing && (!existing.paused || existing.type !== 'receiveonly')) await this.putFolder({ ...existing, paused: true, type: 'receiveonly' });
+      if (existing && (!existing.paused || existing.type !== 'receiveonly')) {
+        await this.putFolder({ ...existing, paused: true, type: 'receiveonly' });
+        this.d.emit('filesync.paused', { app: app.name, folder, reason: 'volume not mounted' });
+      }
       if (mode === 'g') {
         // A g: instance without its data cannot be the one that runs.
-        if (this.roles.get(folder)?.role === 'primary') this.roles.set(folder, { role: 'standby', since: 0 });
+        if (this.roles.get(folder)?.role === 'primary') {
+          this.roles.set(folder, { role: 'standby', since: 0 });
+          this.d.emit('filesync.steppeddown', { app: app.name, folder, reason: 'volume not mounted' });
+        }
         if (c.desired === 'running') await this.d.apps()!.stopComponent(app.name, c.name);
       }
-      return;
+      // The devices of the nodes still listed for the app stay configured (the folder shares again once the
+      // volume is back); those this follower added for nodes that left the app may go.
+      const managed = new Set((await this.d.devices.find({})).map((r) => r.device));
+      return ((existing?.devices ?? []) as { deviceID: string }[]).map((x) => x.deviceID).filter((x) => devices.has(x) || !managed.has(x));
     }
     const state = (await this.d.store.findOne({ folder })) ?? (await this.d.store.insert({ folder, app: app.name, mode, acquired: false }));
-    const { listed, nodes, reached } = await this.others(app.name, peers);
-    for (const o of reached) await this.ensureDevice(o);
+    for (const o of reached) {
+      await this.recordDevice(o);
+      await this.ensureDevice(o);
+    }
+    const keep = [...devices];
 
     const peerReports = listed > 0 ? await this.peerReports(app.name, folder, reached) : [];
     if (!state.acquired && (mode === 'r' || this.roles.get(folder)?.role !== 'primary')) {
-      if (listed === 0) await this.setAcquired(folder, 'the only node of the app: its data is the origin');
+      // A node that just started may not know its peers yet: alone only once the listening window is over.
+      if (listed === 0) {
+        if (!this.settling(peers)) await this.setAcquired(folder, 'the only node of the app: its data is the origin');
+      }
       else if (existing && (await this.holdsWhatPeersHold(folder, peerReports))) await this.setAcquired(folder, 'holds what its peers hold');
       else if (mode === 'r' && existing && peerReports.length === listed && !peerReports.some((r) => r.acquired)) {
         // No node holds the data yet (installed on several nodes at once): the best copy is the origin.
@@ -201,13 +272,14 @@ export class Follower {
       type = role === 'primary' ? 'sendreceive' : 'receiveonly';
       if (role !== 'primary' && c.desired === 'running') await this.d.apps()!.stopComponent(app.name, c.name);
       if (role === 'primary') {
-        await this.ensureFolder(folder, c, type, reached, existing);
+        await this.ensureFolder(app.name, folder, c, type, keep, existing);
         if (c.desired !== 'running') await this.d.apps()!.startComponent(app.name, c.name);
         await peers?.broadcast(PRIMARY, { app: app.name, folder, since: this.roles.get(folder)!.since }).catch(() => {});
-        return;
+        return keep;
       }
     }
-    await this.ensureFolder(folder, c, type, reached, existing);
+    await this.ensureFolder(app.name, folder, c, type, keep, existing);
+    return keep;
   }
 
   /** The role of this node for a `g:` folder this round. */
@@ -220,13 +292,15 @@ export class Follower {
       // Two primaries (elected at once, or one back from a partition): the earlier election stays.
       if (!alive || h.since > mine.since || (h.since === mine.since && h.node > this.nodeKey)) return 'primary';
       this.d.log.warn({ app: app.name, folder, other: h.node }, 'filesync: another node was elected first; stepping down');
+      this.d.emit('filesync.steppeddown', { app: app.name, folder, reason: 'another node was elected first', primary: h.node });
     }
     if (alive) {
       this.roles.set(folder, { role: 'standby', since: 0 });
       return 'standby';
     }
-    // After a start, listen for a primary a while before electing (it may be running elsewhere).
-    if (listed > 0 && Date.now() - this.startedAt < this.d.primaryTimeoutMs) return mine?.role ?? 'undecided';
+    // After a start, listen for a primary a while before electing (it may be running elsewhere, and the
+    // peer network may not yet have said where the app runs: an empty list is no proof of being alone).
+    if (this.settling(this.d.peers())) return mine?.role ?? 'undecided';
     // An unreachable node is not a candidate; a node without the volume mounted neither.
     const reports: FolderReport[] = [await this.report(app, c, folder, acquired), ...peerReports];
     const eligible = reports.filter((r) => r.mounted).sort(rank);
@@ -235,6 +309,7 @@ export class Follower {
       // The elected copy is the data from now on: the others acquire from it.
       if (!acquired) await this.setAcquired(folder, 'elected primary');
       this.d.log.info({ app: app.name, folder, candidates: eligible.length }, 'filesync: elected primary of a g: app');
+      this.d.emit('filesync.elected', { app: app.name, folder, candidates: eligible.length, items: eligible[0].localItems });
       return 'primary';
     }
     return mine?.role ?? 'undecided';
@@ -328,8 +403,13 @@ export class Follower {
     return this.d.client.call('PUT', `/rest/config/folders/${cfg.id}`, { body: cfg });
   }
 
-  private async ensureFolder(folder: string, c: AppComponentView, type: string, reached: Other[], existing: Record<string, any> | null) {
-    const devices = [this.selfDevice, ...reached.map((o) => o.device)];
+  /**
+   * The folder as this round wants it: its path, type and the devices of the nodes listed for the app.
+   * A device this follower added whose node no longer runs the app leaves the folder; devices the operator
+   * added stay.
+   */
+  private async ensureFolder(app: string, folder: string, c: AppComponentView, type: string, keep: string[], existing: Record<string, any> | null) {
+    const devices = [this.selfDevice, ...keep];
     const path = `${c.mountpoint}/appdata`;
     const want = {
       id: folder,
@@ -342,14 +422,23 @@ export class Follower {
       rescanIntervalS: 60,
     };
     if (existing) {
-      const have = new Set((existing.devices ?? []).map((x: { deviceID: string }) => x.deviceID));
-      const same = existing.path === path && existing.type === type && !existing.paused && devices.every((x) => have.has(x));
+      const managed = new Set((await this.d.devices.find({})).map((r) => r.device));
+      const wanted = new Set(devices);
+      const current = (existing.devices ?? []) as { deviceID: string }[];
+      const have = new Set(current.map((x) => x.deviceID));
+      const added = devices.filter((x) => !have.has(x));
+      const dropped = current.filter((x) => managed.has(x.deviceID) && !wanted.has(x.deviceID)).map((x) => x.deviceID);
+      const same = existing.path === path && existing.type === type && !existing.paused && !added.length && !dropped.length;
       if (same) return;
-      const merged = [...(existing.devices ?? []), ...devices.filter((x) => !have.has(x)).map((deviceID) => ({ deviceID }))];
-      await this.putFolder({ ...existing, ...want, devices: merged });
+      const kept = current.filter((x) => !dropped.includes(x.deviceID));
+      await this.putFolder({ ...existing, ...want, devices: [...kept, ...added.map((deviceID) => ({ deviceID }))] });
+      if (added.length) this.d.emit('filesync.shared', { app, folder, devices: added });
+      if (dropped.length) this.d.emit('filesync.unshared', { app, folder, devices: dropped });
+      if (existing.type !== 'sendreceive' && type === 'sendreceive') this.d.emit('filesync.promoted', { app, folder, type });
       return;
     }
     await this.putFolder({ ...want, devices: devices.map((deviceID) => ({ deviceID })) });
+    this.d.emit('filesync.shared', { app, folder, devices: keep, type });
   }
 
   private async ensureDevice(o: Other) {
@@ -361,6 +450,14 @@ export class Follower {
       if ((e as { code?: number }).code !== 404) throw e;
     }
     await this.d.client.call('PUT', `/rest/config/devices/${o.device}`, { body: { deviceID: o.device, name: o.address, addresses: [address], autoAcceptFolders: false } });
+  }
+
+  /** Remember which node a device belongs to: only devices recorded here are ever removed. */
+  private async recordDevice(o: Other) {
+    const r = await this.d.devices.findOne({ device: o.device });
+    if (r && r.node === o.node && r.address === o.address && Date.now() - r.at < 60_000) return;
+    if (r) await this.d.devices.update({ device: o.device }, { $set: { node: o.node, address: o.address, at: Date.now() } }, {});
+    else await this.d.devices.insert({ device: o.device, node: o.node, address: o.address, at: Date.now() });
   }
 }
 

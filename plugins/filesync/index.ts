@@ -9,7 +9,7 @@ import { ApiError, configSchema, coreServices, definePlugin, optional, type Coll
 import { appsService } from '../apps/api.ts';
 import { peerNetwork } from '../peers/api.ts';
 import { SyncthingClient } from './client.ts';
-import { Follower, type FolderState } from './follower.ts';
+import { Follower, type DeviceRecord, type FolderState } from './follower.ts';
 import { makeHandlers } from './handlers.ts';
 import { peerLink } from './peers.ts';
 import { Supervisor } from './supervisor.ts';
@@ -40,6 +40,7 @@ export default definePlugin({
     node: coreServices.node,
     health: coreServices.health,
     store: coreServices.store,
+    events: coreServices.events,
     log: coreServices.log,
   },
   configSchema: configSchema<FilesyncConfig>({
@@ -133,6 +134,8 @@ export default definePlugin({
       peers: () => ctx.peers(),
       link,
       store: folders,
+      devices: ctx.store('devices') as Collection<DeviceRecord>,
+      emit: (name, data) => void ctx.events.emit(name, data),
       log: ctx.log,
       intervalMs: cfg.follow.intervalMs,
       primaryTimeoutMs: cfg.follow.primaryTimeoutMs || cfg.follow.intervalMs * 3,

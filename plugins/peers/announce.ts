@@ -80,7 +80,9 @@ export class Announcer {
     try {
       // Without the apps plugin the node still announces itself (no apps, no place).
       const list = (apps ? await apps.list() : [])
-        .filter((a) => a.components.some((c) => c.desired === 'running'))
+        // A `g:` app counts wherever it is installed: its standbys keep the container stopped by design and
+        // still hold its data (file sync shares with them and elects among them).
+        .filter((a) => a.components.some((c) => c.desired === 'running' || /^[a-z]*g[a-z]*:\//.test((c.containerData ?? '').split('|')[0].trim())))
         .map((a) => ({ name: a.name, hash: a.hash, runningSince: a.installedAt }));
       const key = JSON.stringify(list);
       // (the place's free resources change with the apps, so the list is the key)

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:filesync` (run it inside a network namespace: `scripts/dev/in-netns.sh h18 npm run
+ * `npm run bench:filesync` (run it inside a network namespace: `scripts/dev/in-netns.sh h18b npm run
  * bench:filesync`): the time a 20 MB file takes to reach the other node
  *
  * 1. through the node's configuration: two nodes, each supervising its own Syncthing, an `r:` app's
@@ -82,9 +82,11 @@ async function main() {
   const hands: Hand[] = [];
   try {
     for (const r of roots) mountVolume(path.join(r, 'coredata_bench'), '512m');
-    const locations = { bench: [0, 1].map((i) => ({ ip: `127.0.0.1:${apiPort(10 + i)}`, node: `bench-${i}` })) };
+    // Two nodes of a real peer mesh (the second seeded with the first): where the app runs comes from
+    // their running notices.
+    const ips = ['127.0.0.21', '127.0.0.22'];
     const app = { name: 'bench', components: [{ name: 'data', containerData: 'r:/data' }] };
-    for (let i = 0; i < 2; i++) nodes.push(await startFsNode({ n: 10 + i, login: false, peers: { nodeKey: `bench-${i}`, locations }, apps: { root: roots[i], apps: [app] } }));
+    for (let i = 0; i < 2; i++) nodes.push(await startFsNode({ n: 10 + i, ip: ips[i], login: false, seeds: i ? [`${ips[0]}:${apiPort(10)}`] : [], apps: { root: roots[i], apps: [app] } }));
     const nodeDir = (i: number) => path.join(roots[i], 'coredata_bench', 'appdata');
     await until('both folders send-receive', async () => {
       const r = await Promise.all(nodes.map(async (n) => (await n.post('/apps/promotedfolders', { appname: 'bench' })).json.data?.[0]));
@@ -96,12 +98,12 @@ async function main() {
 
     for (let i = 0; i < 2; i++) {
       const home = path.join(handDirs[i], 'home');
-      hands.push(await handInstance(home, 26441 + i * 10, 26442 + i * 10));
+      hands.push(await handInstance(home, 27441 + i * 10, 27442 + i * 10));
     }
     const handDir = (i: number) => path.join(handDirs[i], 'folder');
     for (let i = 0; i < 2; i++) {
       const o = hands[1 - i];
-      await rest(hands[i], 'PUT', `/rest/config/devices/${o.id}`, { deviceID: o.id, addresses: [`tcp://127.0.0.1:${26442 + (1 - i) * 10}`] });
+      await rest(hands[i], 'PUT', `/rest/config/devices/${o.id}`, { deviceID: o.id, addresses: [`tcp://127.0.0.1:${27442 + (1 - i) * 10}`] });
       await rest(hands[i], 'PUT', '/rest/config/folders/bench', { id: 'bench', path: handDir(i), type: 'sendreceive', fsWatcherEnabled: true, fsWatcherDelayS: 1, rescanIntervalS: 60, devices: [{ deviceID: hands[i].id }, { deviceID: o.id }] });
     }
     fs.writeFileSync(path.join(handDir(0), 'warm'), 'x');

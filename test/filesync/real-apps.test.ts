@@ -28,7 +28,7 @@ describe('filesync: an r: app installed by the real apps plugin', function () {
   const w = makeWallets();
   const home = path.join(dataDir, 'filesync', 'syncthing');
   const stFolder = async (id: string) => {
-    const res = await fetch(`http://127.0.0.1:26201/rest/config/folders/${id}`, { headers: { 'X-API-Key': apiKeyOf(home) } });
+    const res = await fetch(`http://127.0.0.1:27201/rest/config/folders/${id}`, { headers: { 'X-API-Key': apiKeyOf(home) } });
     return res.status === 200 ? res.json() : null;
   };
 
@@ -47,13 +47,13 @@ describe('filesync: an r: app installed by the real apps plugin', function () {
         apps: { docker: { socketPath: docker.socketPath, nofile: hardNofile() }, publishHost: '127.0.0.1', registryAddress, paymentPollMs: 100, reconcileIntervalMs: 200, policy: { sources: [policyFile], refreshSeconds: 0.2 }, price: { coinUsd: 1 } },
         daemon: { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } },
         explorer: { pollIntervalMs: 50, retryIntervalMs: 100, prefetch: 8 },
-        filesync: { mode: 'supervise', guiPort: 26201, peerPort: 26202, listenHost: '127.0.0.1', globalDiscovery: false, relays: false, follow: { enabled: true, intervalMs: 300 } },
+        filesync: { mode: 'supervise', guiPort: 27201, peerPort: 27202, listenHost: '127.0.0.1', globalDiscovery: false, relays: false, follow: { enabled: true, intervalMs: 300 } },
       },
     })) as unknown as AppsNode;
     node.headers = {} as AppsNode['headers'];
     await until('Syncthing answers', async () => (await node.get('/filesync/health')).json?.status === 'success');
     for (const k of ['owner', 'coreTeam'] as const) node.headers[k] = { legacyidauth: (await login(node as TestNode, w[k])).header };
-    port = await freePortIn(26300, 26399);
+    port = await freePortIn(27300, 27399);
     await registerPaid(node, ltc, registryAddress, w.owner, [v8Spec(w.owner.legacyid, APP, [component('web', docker.images.node, port, 9000, { containerData: 'r:/data' })])]);
     const lines = ndjson(await node.get(`/apps/installapplocally/${APP}`, node.headers.coreTeam));
     assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));

@@ -32,7 +32,7 @@ describe('filesync: routes over a supervised Syncthing', function () {
   it('supervises its own Syncthing: home under the data folder, GUI on 127.0.0.1, peer port = API port + 2, discovery and relays off', async () => {
     const xml = fs.readFileSync(path.join(node.home, 'config.xml'), 'utf8');
     assert.match(xml, new RegExp(`<listenAddress>tcp://127.0.0.1:${node.port + 2}</listenAddress>`));
-    assert.match(xml, /<gui[^>]*>\s*<address>127\.0\.0\.1:26001<\/address>/);
+    assert.match(xml, /<gui[^>]*>\s*<address>127\.0\.0\.1:27001<\/address>/);
     for (const off of ['globalAnnounceEnabled', 'localAnnounceEnabled', 'relaysEnabled']) assert.match(xml, new RegExp(`<${off}>false</${off}>`));
     const health = ok(await get('/core/health'));
     assert.deepEqual(health.checks.find((c: any) => c.name === 'filesync'), { name: 'filesync', ok: true, required: true });
@@ -53,7 +53,7 @@ describe('filesync: routes over a supervised Syncthing', function () {
 
   const folderPath = () => path.join(node.dataDir, 'shared-folder');
   const ADMIN_ROUTES: [string, unknown][] = [
-    ['/filesync/config/folders', { config: { id: 'levels', path: '/tmp/h18-never-made' } }],
+    ['/filesync/config/folders', { config: { id: 'levels', path: '/tmp/h18b-never-made' } }],
     ['/filesync/config/gui', { method: 'patch', config: { theme: 'dark' } }],
     ['/filesync/config/ldap', { method: 'patch', config: { searchFilter: '(uid=%s)' } }],
     ['/filesync/db/ignores?folder=docs', { config: { ignore: [] } }],
@@ -212,7 +212,7 @@ describe('filesync: the fitness check', function () {
   });
 
   it('a node that talks to an existing Syncthing it cannot reach reports it and still issues phrases', async () => {
-    const node = await startFsNode({ n: 2, filesync: { mode: 'external', url: 'http://127.0.0.1:26041', configDir: '/tmp/h18-none' }, login: false });
+    const node = await startFsNode({ n: 2, filesync: { mode: 'external', url: 'http://127.0.0.1:27041', configDir: '/tmp/h18b-none' }, login: false });
     try {
       for (let i = 0; i < 3; i++) ok(await node.get('/core/health'));
       const check = ok(await node.get('/core/health')).checks.find((c: any) => c.name === 'filesync');

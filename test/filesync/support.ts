@@ -1,7 +1,9 @@
 /**
- * File-sync test nodes: a real host with the identity, node and filesync plugins (and the two test doubles
- * of fixture/), each supervising its own Syncthing on loopback (own home under its data folder, GUI/API
- * port, listen address = API port + 2, discovery and relays off). Ports 26000-26499 (this area's range).
+ * File-sync test nodes: a real host with the identity, node and filesync plugins, each supervising its own
+ * Syncthing on loopback (own home under its data folder, GUI/API port on 127.0.0.1, listen address = the
+ * node's IP and API port + 2, discovery and relays off). Ports 27000-27499 (this area's range). Nodes of a
+ * multi-node test each listen on their own 127.x address and run the real peers plugin (the peer protocol
+ * keeps one link per IP), seeded with the first; the apps service may be fixture/'s test double.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,26 +18,27 @@ import { bitcoinWallet, login } from '../support/wallets.ts';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const FIXTURE = path.join(HERE, 'fixture');
 
-export const tmp = (name: string) => fs.mkdtempSync(path.join(os.tmpdir(), `h18-${name}-`));
+export const tmp = (name: string) => fs.mkdtempSync(path.join(os.tmpdir(), `h18b-${name}-`));
 
 export const wallets = { admin: bitcoinWallet(), coreTeam: bitcoinWallet(), user: bitcoinWallet() };
 
-/** A plugins folder with the repo's identity, node and filesync plugins and the fixture doubles. */
-function pluginsDir(): string {
+/** A plugins folder with the repo's identity, node, filesync (and peers) plugins and the fixture double. */
+function pluginsDir(peers: boolean): string {
   const dir = tmp('plugins');
-  for (const p of ['identity', 'node', 'filesync']) fs.symlinkSync(path.join(REPO_ROOT, 'plugins', p), path.join(dir, p));
+  for (const p of ['identity', 'node', 'filesync', ...(peers ? ['peers'] : [])]) fs.symlinkSync(path.join(REPO_ROOT, 'plugins', p), path.join(dir, p));
   for (const p of fs.readdirSync(path.join(FIXTURE, 'plugins'))) fs.symlinkSync(path.join(FIXTURE, 'plugins', p), path.join(dir, p));
   return dir;
 }
 
-function manifestsDir(doubles: boolean): string {
+function manifestsDir(peers: boolean, doubles: boolean): string {
   const dir = tmp('manifests');
-  for (const p of ['host', 'node', 'identity', 'filesync']) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(dir, `${p}.yaml`));
+  for (const p of ['host', 'node', 'identity', 'filesync', ...(peers ? ['peers'] : [])]) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(dir, `${p}.yaml`));
   if (doubles) for (const f of fs.readdirSync(path.join(FIXTURE, 'manifests'))) fs.copyFileSync(path.join(FIXTURE, 'manifests', f), path.join(dir, f));
   return dir;
 }
 
 export interface FsNode {
+  ip: string;
   url: string;
   port: number;
   dataDir: string;
@@ -48,27 +51,32 @@ export interface FsNode {
 }
 
 export interface FsNodeOptions {
-  /** Index in this area's port range: API port 26000 + 20 n, Syncthing GUI/API + 1, peers + 2. */
+  /** Index in this area's port range: API port 27000 + 20 n, Syncthing GUI/API + 1, Syncthing peers + 2. */
   n: number;
+  /** The node's own address (default 127.0.0.1). */
+  ip?: string;
   filesync?: Record<string, unknown>;
-  peers?: { nodeKey: string; locations: Record<string, { ip: string; node: string }[]> };
+  /** Run the real peers plugin with these seeds (`ip:port`; [] for the seed itself). */
+  seeds?: string[];
   apps?: { root: string; apps: unknown[] };
   login?: boolean;
   /** A data folder to reuse (a node started again keeps its Syncthing home and its stores). */
   dataDir?: string;
 }
 
-export const apiPort = (n: number) => 26000 + 20 * n;
+export const apiPort = (n: number) => 27000 + 20 * n;
 export const guiPort = (n: number) => apiPort(n) + 1;
 
 export async function startFsNode(o: FsNodeOptions): Promise<FsNode> {
   const dataDir = o.dataDir ?? tmp(`node${o.n}`);
-  const plugins = pluginsDir();
-  const manifests = manifestsDir(!!(o.peers || o.apps));
+  const mesh = !!o.seeds;
+  const plugins = pluginsDir(mesh);
+  const manifests = manifestsDir(mesh, !!o.apps);
   const port = apiPort(o.n);
+  const ip = o.ip ?? '127.0.0.1';
   const config = resolveConfig(
     {
-      api: { port, host: '127.0.0.1' },
+      api: { port, host: ip },
       dataDir,
       manifestsDir: manifests,
       pluginsDir: plugins,
@@ -76,19 +84,21 @@ export async function startFsNode(o: FsNodeOptions): Promise<FsNode> {
       watch: false,
       initial: { legacyid: wallets.admin.legacyid },
       coreTeam: [wallets.coreTeam.legacyid],
-      node: { softwareDir: path.join(dataDir, 'no-software'), restartCommand: ['true'], ui: { buildCommand: ['false'] }, daemon: { updateCommand: ['false'] }, benchmark: { startCommand: ['false'], updateCommand: ['false'] } },
-      filesync: { mode: 'supervise', guiPort: guiPort(o.n), listenHost: '127.0.0.1', globalDiscovery: false, relays: false, reconnectSeconds: 2, follow: { intervalMs: 300 }, ...o.filesync },
-      ...(o.peers ? { 'static-peer-network-double': { network: 'filesync-test', ...o.peers } } : {}),
+      node: { eventStream: true, eventStreamKeepaliveMs: 100, softwareDir: path.join(dataDir, 'no-software'), restartCommand: ['true'], ui: { buildCommand: ['false'] }, daemon: { updateCommand: ['false'] }, benchmark: { startCommand: ['false'], updateCommand: ['false'] } },
+      filesync: { mode: 'supervise', guiPort: guiPort(o.n), listenHost: ip, globalDiscovery: false, relays: false, reconnectSeconds: 2, follow: { intervalMs: 300 }, ...o.filesync },
+      // The peer network as test/peers/cluster.ts runs it: quick top-up, pings and back-off on loopback.
+      ...(mesh ? { peers: { seeds: o.seeds, maintainMs: 300, pingMs: 1000, backoffBaseMs: 200, backoffMaxMs: 1000, handshakeMs: 3000 } } : {}),
       ...(o.apps ? { 'apps-service-double': o.apps } : {}),
     },
     'filesync test config',
   );
   const host = new Host({ config });
   await host.start();
-  await host.listen(port, '127.0.0.1');
-  const url = `http://127.0.0.1:${port}`;
+  await host.listen(port, ip);
+  const url = `http://${ip}:${port}`;
   const request = (method: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method });
   const node: FsNode = {
+    ip,
     url,
     port,
     dataDir,
@@ -109,6 +119,30 @@ export async function startFsNode(o: FsNodeOptions): Promise<FsNode> {
     for (const who of ['admin', 'coreTeam', 'user'] as const) node.headers[who] = { legacyidauth: (await login(node as any, wallets[who])).header };
   }
   return node;
+}
+
+/** The events the node's bus holds now (its event stream replays them from id 0, then a keepalive comes). */
+export async function eventsOf(node: FsNode, prefix = 'filesync.'): Promise<{ name: string; data: any }[]> {
+  const ac = new AbortController();
+  const res = await fetch(`${node.url}/core/eventstream`, { headers: { 'last-event-id': '0' }, signal: ac.signal });
+  const reader = res.body!.getReader();
+  let text = '';
+  try {
+    while (!text.includes(': keepalive')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+  } finally {
+    ac.abort();
+  }
+  const out: { name: string; data: any }[] = [];
+  for (const block of text.split('\n\n')) {
+    const name = /^event: (.*)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    if (name?.startsWith(prefix) && data) out.push({ name, data: JSON.parse(data) });
+  }
+  return out;
 }
 
 /** The API key the node's Syncthing has now. */
