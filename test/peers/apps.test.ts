@@ -22,7 +22,7 @@ import { PeerNode } from '../../plugins/peers/protocol/node.ts';
 import { wsTransport } from '../../plugins/peers/ws-transport.ts';
 import { Cluster, data, type ClusterNode } from './cluster.ts';
 
-const PORT = 25700;
+const PORT = 27700;
 const APP = 'peerglobal';
 /** Eight nodes: the proof size (each runs its own explorer over the shared litecoind). */
 const N = Number(process.env.PEERS_APPS_NODES ?? 8);
@@ -49,7 +49,8 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
       plugins: ['identity', 'daemon', 'explorer', 'apps', 'peers'],
       operator: w.admin.legacyid,
       coreTeam: [w.coreTeam.legacyid],
-      peers: { minimums: { outgoing: 1, uniqueOutgoingIps: 1, incoming: 1, uniqueIncomingIps: 1 } },
+      // Membership open: this file has no node list (test/peers/network.test.ts proves nodelist).
+      peers: { minimums: { outgoing: 1, uniqueOutgoingIps: 1, incoming: 1, uniqueIncomingIps: 1 }, membership: 'open' },
       extra: () => {
         return {
           daemon: { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } },
