@@ -119,7 +119,7 @@ export default definePlugin({
       net.broadcast(type, full);
     };
     const announcer = new Announcer(ctx.apps, ctx.events, notice, cfg.announceMs, ctx.log);
-    const global = new GlobalCommands(net, ctx.apps, ctx.node, ctx.log, cfg.globalCommandMaxAgeMs);
+    const global = new GlobalCommands(net, ctx.apps, ctx.node, ctx.log, cfg.globalCommandMaxAgeMs, membership);
 
     const service: PeerNetwork = {
       get nodeKey() {

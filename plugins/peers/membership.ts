@@ -16,6 +16,15 @@ import { listedAt, nodeSigner, PUBKEY, signedBy, type NodeSigner } from '../../l
 import type { Admission, MemberProof } from './protocol/node.ts';
 
 export const proofText = (peerKey: string, nonce: string) => `corenode peer\n${peerKey}\n${nonce}`;
+/** What a node signs to say which listed node owns its link key, for messages that travel further (global commands). */
+export const originText = (peerKey: string, ip: string) => `corenode origin\n${peerKey}\n${ip}`;
+
+/** A listed node's statement that the Ed25519 key `peerKey` is its own, at `ip`. */
+export interface OriginProof {
+  pubKey: string;
+  ip: string;
+  sig: string;
+}
 
 /** Close codes of refused joins. */
 export const NOT_LISTED = 4006;
@@ -106,6 +115,26 @@ export class Membership implements Admission {
       return { ok: false, code: LIST_UNAVAILABLE, reason: `the node list cannot be read: ${((e as Error).message ?? '').slice(0, 100)}` };
     }
     return { ok: true, pubKey: p.pubKey };
+  }
+
+  /** This node's origin proof for its link key at `ip` (none without a node key). */
+  originProof(peerKey: string, ip: string): OriginProof | undefined {
+    const s = this.nodeSigner();
+    return s ? { pubKey: s.pubKey, ip, sig: s.sign(originText(peerKey, ip)) } : undefined;
+  }
+
+  /**
+   * Whether the message origin `peerKey` is a listed node by its proof: null when it is (or membership is
+   * open), else why not.
+   */
+  async checkOrigin(peerKey: string, proof: unknown): Promise<string | null> {
+    if (this.o.mode === 'open') return null;
+    const p = proof as OriginProof | undefined;
+    if (!p || typeof p !== 'object' || typeof p.pubKey !== 'string' || typeof p.ip !== 'string' || typeof p.sig !== 'string') return 'no proof that its origin is a listed node';
+    if (!signedBy(originText(peerKey, p.ip), p.pubKey, p.sig)) return 'its origin proof does not verify';
+    const listed = await this.stillListed(p.pubKey, p.ip);
+    if (listed === null) return 'the node list cannot be read';
+    return listed ? null : `its origin ${p.pubKey.slice(0, 16)}… is not listed at ${p.ip.slice(0, 40)}`;
   }
 
   /** Whether an admitted peer is still listed: true/false from a list read now, null when it cannot be read. */

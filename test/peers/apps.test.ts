@@ -8,7 +8,10 @@
  *   are its locations on every node;
  * - a global appstop sent to a node that does not run the app stops it on all three, as the owner, with no
  *   session header leaving the node the owner called; a command naming a caller who is not the owner is
- *   refused there; a global appstart, redeploy and appremove reach all three the same way.
+ *   refused there, as is one from a listed peer that does not prove its origin is a listed node; a global
+ *   appstart, redeploy and appremove reach all three the same way.
+ * Membership `nodelist`: the node list comes from the TEST-ONLY corenode RPC double in front of the
+ * litecoind (test/node/doubles; every other call, the explorers' included, goes through to litecoind).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -21,6 +24,10 @@ import { component, freeAppPort, hardNofile, last, makeWallets, ndjson, pay, sig
 import { generateKeys } from '../../plugins/peers/protocol/keys.ts';
 import { PeerNode } from '../../plugins/peers/protocol/node.ts';
 import { wsTransport } from '../../plugins/peers/ws-transport.ts';
+import crypto from 'node:crypto';
+import { nodeSigner } from '../../lib/nodelist/signature.ts';
+import { originText, proofText } from '../../plugins/peers/membership.ts';
+import { startCorenodeRpcDouble, type CorenodeRpcDouble } from '../node/doubles/corenode-rpc-double.ts';
 import { Cluster, data, type ClusterNode } from './cluster.ts';
 import { startExtraDockerd, type ExtraDockerd } from './extra-dockerd.ts';
 
@@ -30,6 +37,10 @@ const APP = 'peerglobal';
 const N = Number(process.env.PEERS_APPS_NODES ?? 8);
 /** The nodes that run the app: node 0 on the shared dockerd, nodes 1 and 2 each on an extra one. */
 const RUNNERS = [0, 1, 2];
+const newSigner = () => {
+  const secret = crypto.randomBytes(32).toString('hex');
+  return { secret, ...nodeSigner(secret) };
+};
 
 describe('peer network: apps across eight node processes (Docker, litecoind)', function () {
   this.timeout(300_000);
@@ -41,6 +52,10 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   let registryAddress: string;
   const h: Record<string, Record<string, string>>[] = [];
   let extra: ExtraDockerd[] = [];
+  let rpc: CorenodeRpcDouble;
+  const nodeKeys = Array.from({ length: N }, newSigner);
+  /** Listed at 127.0.0.1: the test's own peer. */
+  const testKey = newSigner();
   /** The docker CLI of node i's dockerd. */
   const cliOf = (i: number) => (i === 0 ? docker.cli : extra[i - 1].cli);
   const inspect = async (i: number, name: string) => JSON.parse(await cliOf(i)(['inspect', name]))[0];
@@ -50,6 +65,8 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   before(async () => {
     [docker, ltc, ...extra] = await Promise.all([ensureDocker(), startLitecoind(), startExtraDockerd(), startExtraDockerd()]) as [TestDocker, Regtest, ...ExtraDockerd[]];
     await ltc.mine(101);
+    rpc = await startCorenodeRpcDouble(ltc);
+    rpc.nodeList = [...nodeKeys.map((k, i) => ({ ip: `127.0.0.${2 + i}`, pubkey: k.pubKey })), { ip: '127.0.0.1', pubkey: testKey.pubKey }];
     registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
     c = new Cluster({
       n: N,
@@ -58,10 +75,11 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
       operator: w.admin.legacyid,
       coreTeam: [w.coreTeam.legacyid],
       // Membership open: this file has no node list (test/peers/network.test.ts proves nodelist).
-      peers: { minimums: { outgoing: 1, uniqueOutgoingIps: 1, incoming: 1, uniqueIncomingIps: 1 }, membership: 'open' },
+      peers: { minimums: { outgoing: 1, uniqueOutgoingIps: 1, incoming: 1, uniqueIncomingIps: 1 }, membership: 'nodelist' },
       extra: (i) => {
         return {
-          daemon: { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } },
+          peers: { nodePrivateKey: nodeKeys[i].secret },
+          daemon: { rpc: { url: rpc.url, user: ltc.user, password: ltc.password } },
           explorer: { pollIntervalMs: 50, retryIntervalMs: 100, prefetch: 8 },
           apps: {
             // Own dockerd for nodes 1 and 2; app networks and published ports apart per node.
@@ -94,6 +112,7 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   after(async () => {
     if (n) await n[0].get(`/apps/appremove/${APP}/true`, h[0]?.coreTeam).catch(() => {});
     await c?.stop().catch(() => {});
+    await rpc?.close();
     await ltc?.stop();
     await Promise.all(extra.map((x) => x.stop()));
     if (c) {
@@ -156,9 +175,11 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     });
     await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'running on the three' });
 
-    // A rogue peer naming a caller who does not own the app: refused where the app runs.
+    // A listed peer naming a caller who does not own the app, and one whose command does not prove its
+    // origin: refused where the app runs.
     const keys = generateKeys();
     const rogue = new PeerNode(keys, wsTransport({ localAddress: '127.0.0.1', maxPayload: 65536, path: '/ws/core', timeoutMs: 5000 }), { ip: '127.0.0.1', port: 25996, seeds: [] }, {
+      admission: { proof: (k, nonce) => ({ pubKey: testKey.pubKey, sig: testKey.sign(proofText(k, nonce)) }), admit: async () => ({ ok: true as const, pubKey: '' }) },
       now: () => Date.now(),
       setTimer: (fn, ms) => {
         const t = setTimeout(fn, ms);
@@ -170,9 +191,13 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
       await eventually(() => rogue.outgoing().length === 1, { what: 'rogue joined' });
       const results: any[] = [];
       rogue.on('appcommandresult', (m) => results.push(m.payload));
-      rogue.broadcast('appcommand', { id: 'rogue-1', verb: 'appstop', app: APP, caller: w.other.legacyid, issuedAt: Date.now() });
-      await eventually(() => results.filter((r) => r.id === 'rogue-1').length === RUNNERS.length, { what: 'the refusals of the three' });
-      assert.ok(results.filter((r) => r.id === 'rogue-1').every((r) => r.ok === false));
+      const sender = { pubKey: testKey.pubKey, ip: '127.0.0.1', sig: testKey.sign(originText(keys.publicKey, '127.0.0.1')) };
+      rogue.broadcast('appcommand', { id: 'rogue-1', verb: 'appstop', app: APP, caller: w.other.legacyid, issuedAt: Date.now(), sender });
+      rogue.broadcast('appcommand', { id: 'rogue-2', verb: 'appstop', app: APP, caller: w.owner.legacyid, issuedAt: Date.now() });
+      const of = (id: string) => results.filter((r) => r.id === id);
+      await eventually(() => of('rogue-1').length === RUNNERS.length && of('rogue-2').length === RUNNERS.length, { what: 'the refusals of the three' });
+      assert.ok(of('rogue-1').every((r) => r.ok === false && /may not appstop/.test(r.message)), JSON.stringify(of('rogue-1')));
+      assert.ok(of('rogue-2').every((r) => r.ok === false && /no proof that its origin is a listed node/.test(r.message)), JSON.stringify(of('rogue-2')));
       assert.ok(await onAll((i) => running(`coreapi_${APP}`, i)));
     } finally {
       rogue.stop();
