@@ -46,6 +46,8 @@ export class Membership implements Admission {
   private list: { at: number; nodes: unknown[] } | null = null;
   private reading: Promise<unknown[]> | null = null;
   private warned = false;
+  /** The last unusable secret (warned about once). */
+  private badSecret = '';
 
   constructor(private readonly o: MembershipOptions) {}
 
@@ -72,7 +74,8 @@ export class Membership implements Admission {
       this.signer = nodeSigner(secret);
     } catch (e) {
       this.signer = null;
-      this.o.log.warn({ err: (e as Error).message }, 'peers: the node key is not usable');
+      if (this.badSecret !== secret) this.o.log.warn({ err: (e as Error).message }, 'peers: the node key is not usable');
+      this.badSecret = secret;
     }
     return this.signer;
   }
