@@ -12,7 +12,8 @@
  * - lifecycle verbs with `global=true` run here (when installed) and go to every node that runs the app as
  *   a node-signed command (plugins/peers/global.ts): the caller's session header never leaves this node.
  */
-import { ApiError, type HandlerInput, type Log, type PlainHandler } from '../../core/plugin-api.ts';
+import { PassThrough, type Readable } from 'node:stream';
+import { ApiError, Reply, reply, type HandlerInput, type Log, type PlainHandler } from '../../core/plugin-api.ts';
 import type { PeerNetwork } from '../peers/api.ts';
 import type { LifecycleVerb } from './api.ts';
 import { splitAppName } from './names.ts';
@@ -23,6 +24,8 @@ import type { AppMessage, Registry } from './registry.ts';
 type Peers = () => PeerNetwork | undefined;
 
 export const LOCAL_VERBS: readonly LifecycleVerb[] = ['appstart', 'appstop', 'apprestart', 'appkill'];
+/** Verbs whose answer streams progress (newline-delimited JSON); `force` travels with them. */
+export const STREAMED_VERBS: readonly LifecycleVerb[] = ['appremove', 'redeploy'];
 
 /**
  * Run `fn` with the peer network once it is there: plugins are set up in dependency order and an optional
@@ -97,10 +100,13 @@ export function relayPolicy(policy: PolicyHolder, peers: Peers, log: Log): { cha
 /**
  * Lifecycle handlers that honour `global`: run here when the app is installed here, then send the command
  * to the network. Answers what ran here and the command's id (outcomes: the nodes' `appcommandresult`).
+ * `appremove` and `redeploy` answer their progress stream when the app is installed here, its first line
+ * `{status: 'global', message, commandId}`; the command is sent only once this node's own work took the
+ * install slot (a busy node refuses the whole command, 409, and sends nothing).
  */
 export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers): Record<string, PlainHandler> {
   const out: Record<string, PlainHandler> = {};
-  for (const verb of LOCAL_VERBS) {
+  for (const verb of [...LOCAL_VERBS, ...STREAMED_VERBS]) {
     const local = handlers[verb];
     out[verb] = async (input: HandlerInput) => {
       if (!input.params.global) return local(input);
@@ -116,20 +122,50 @@ export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers)
       }
       const target = String(input.params.appname);
       const app = splitAppName(target).app;
-      const id = net.runGlobal({ verb, app: target, caller: input.caller.legacyid });
+      const force = STREAMED_VERBS.includes(verb) ? !!input.params.force : undefined;
+      const id = net.runGlobal({ verb, app: target, caller: input.caller.legacyid, ...(force !== undefined ? { force } : {}) });
       const nodes = (await net.locations(app)).filter((l) => l.node !== net.nodeKey).length;
-      return { message: `Global ${verb} of ${app} sent to the ${nodes} other node(s) that run it`, here, commandId: id };
+      const message = `Global ${verb} of ${app} sent to the ${nodes} other node(s) that run it`;
+      if (here instanceof Reply && isStream(here.body)) {
+        const body = new PassThrough();
+        body.write(`${JSON.stringify({ status: 'global', message, commandId: id })}\n`);
+        here.body.pipe(body);
+        return reply(here.status, body, here.headers);
+      }
+      return { message, here, commandId: id };
     };
   }
   return out;
 }
 
+const isStream = (b: unknown): b is Readable => !!b && typeof (b as Readable).pipe === 'function';
+
+/** The last line of a progress stream: `{status: 'success' | 'error', message}`. */
+async function lastLine(body: Readable): Promise<{ status?: string; message?: string }> {
+  let text = '';
+  for await (const chunk of body) text = (text + chunk.toString()).slice(-64 * 1024);
+  const lines = text.trim().split('\n');
+  try {
+    return JSON.parse(lines[lines.length - 1] ?? '{}');
+  } catch {
+    return { status: 'error', message: 'no final status in the progress' };
+  }
+}
+
 /** `runVerb` of the apps service: a verb's handler called as its route would, for a command from a peer. */
 export function verbRunner(handlers: Record<string, PlainHandler>) {
-  return async (verb: LifecycleVerb, app: string): Promise<string> => {
-    if (!LOCAL_VERBS.includes(verb)) throw new Error(`${verb} is not run from a global command on this node`);
-    const r = (await handlers[verb]({ params: { appname: app }, query: {}, values: {}, headers: {} } as unknown as HandlerInput)) as { message?: string };
-    return r?.message ?? `${verb} ${app} done`;
+  return async (verb: LifecycleVerb, app: string, opts: { force?: boolean } = {}): Promise<string> => {
+    const streamed = STREAMED_VERBS.includes(verb);
+    if (!LOCAL_VERBS.includes(verb) && !streamed) throw new Error(`${verb} is not run from a global command on this node`);
+    const params = { appname: app, ...(streamed ? { force: !!opts.force } : {}) };
+    const r = await handlers[verb]({ params, query: {}, values: {}, headers: {} } as unknown as HandlerInput);
+    if (r instanceof Reply && isStream(r.body)) {
+      // The work runs to its end whether or not anyone reads; its last line says how it ended.
+      const end = await lastLine(r.body);
+      if (end.status !== 'success') throw new Error(end.message ?? `${verb} ${app} failed`);
+      return end.message ?? `${verb} ${app} done`;
+    }
+    return (r as { message?: string })?.message ?? `${verb} ${app} done`;
   };
 }
 

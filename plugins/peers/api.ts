@@ -35,6 +35,8 @@ export interface GlobalCommand {
   caller: string;
   force?: boolean;
   issuedAt: number;
+  /** The sending node's node-list key and IP, signed by that key over its link key (membership nodelist). */
+  sender?: { pubKey: string; ip: string; sig: string };
 }
 
 /** What one node made of a global command. */
@@ -58,7 +60,7 @@ export interface PeerNetwork {
   /** The nodes that run an app (from the running notices they broadcast). */
   locations(app: string): Promise<AppLocation[]>;
   /** Send a global lifecycle command (the caller is already authorised on this node); answers its id. */
-  runGlobal(cmd: Omit<GlobalCommand, 'id' | 'issuedAt'>): string;
+  runGlobal(cmd: Omit<GlobalCommand, 'id' | 'issuedAt' | 'sender'>): string;
   /** The nodes heard from by their running notices, with the place each announced (when it runs the apps plugin). */
   nodes(): Promise<{ node: string; ip: string; place: NodePlaceView | null; broadcastedAt: number }[]>;
   /** Outcomes of global commands reported back by the nodes that ran them. */

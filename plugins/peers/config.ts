@@ -13,6 +13,12 @@ export interface PeersConfig extends Omit<typeof DEFAULTS, 'minimums'> {
   locationTtlMs: number;
   /** How long a global command stays valid after its origin signed it. */
   globalCommandMaxAgeMs: number;
+  /** Who may join: `nodelist` (nodes of the daemon's node list at their listed IP) or `open` (any key). */
+  membership: 'nodelist' | 'open';
+  /** This node's listed node key (WIF or hex); '' = `legacynodeprivkey` of the daemon's conf file. */
+  nodePrivateKey: string;
+  /** How long a read of the node list is used (and how often admitted peers are checked against it). */
+  nodeListCacheMs: number;
 }
 
 const num = (d: number) => ({ type: 'integer', minimum: 1, default: d });
@@ -33,11 +39,14 @@ export const peerConfigSchema = configSchema<PeersConfig>({
     announceMs: num(3_600_000),
     locationTtlMs: num(7_500_000),
     globalCommandMaxAgeMs: num(120_000),
+    membership: { enum: ['nodelist', 'open'], default: 'nodelist' },
+    nodePrivateKey: { type: 'string', maxLength: 128, default: '' },
+    nodeListCacheMs: num(60_000),
   },
 } as any);
 
 export function protocolConfig(cfg: PeersConfig, node: NodeInfo): ProtocolConfig {
   const host = node.apiHost && node.apiHost !== '0.0.0.0' && node.apiHost !== '::' ? node.apiHost : '127.0.0.1';
-  const { announceMs: _a, locationTtlMs: _l, globalCommandMaxAgeMs: _g, ...rest } = cfg;
+  const { announceMs: _a, locationTtlMs: _l, globalCommandMaxAgeMs: _g, membership: _m, nodePrivateKey: _k, nodeListCacheMs: _c, ...rest } = cfg;
   return { ...rest, ip: cfg.ip || host, port: node.apiPort, autoIp: !cfg.ip && host === '127.0.0.1' && node.apiHost !== '127.0.0.1' };
 }

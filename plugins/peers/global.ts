@@ -10,6 +10,7 @@
 import type { Log, NodeInfo } from '../../core/plugin-api.ts';
 import type { AppsService, LifecycleVerb } from '../apps/api.ts';
 import type { GlobalCommand, GlobalOutcome } from './api.ts';
+import type { Membership } from './membership.ts';
 import type { PeerNode } from './protocol/node.ts';
 
 export const GLOBAL_VERBS: readonly LifecycleVerb[] = ['appstart', 'appstop', 'apprestart', 'appkill', 'appremove', 'redeploy'];
@@ -24,6 +25,7 @@ export class GlobalCommands {
     private readonly node: NodeInfo,
     private readonly log: Log,
     private readonly maxAgeMs: number,
+    private readonly membership: Membership,
   ) {
     this.offs.push(net.on('appcommand', (m) => void this.receive(m.payload as GlobalCommand, m.origin, m.sentAt)));
     this.offs.push(
@@ -40,7 +42,9 @@ export class GlobalCommands {
 
   /** Send a command the caller was authorised for here; answers its id (outcomes arrive as `appcommandresult`). */
   send(cmd: Omit<GlobalCommand, 'id' | 'issuedAt'>): string {
-    const full: GlobalCommand = { ...cmd, id: `${Date.now()}-${Math.random().toString(36).slice(2, 10)}`, issuedAt: Date.now() };
+    // `sender`: which listed node sends it (its node key's statement about its link key), for every receiver.
+    const sender = this.membership.originProof(this.net.key, this.net.cfg.ip);
+    const full: GlobalCommand = { ...cmd, id: `${Date.now()}-${Math.random().toString(36).slice(2, 10)}`, issuedAt: Date.now(), ...(sender ? { sender } : {}) };
     this.net.broadcast('appcommand', full);
     return full.id;
   }
@@ -64,6 +68,8 @@ export class GlobalCommands {
       this.net.broadcast('appcommandresult', o);
     };
     if (Date.now() - sentAt > this.maxAgeMs) return answer(false, 'command too old');
+    const notListed = await this.membership.checkOrigin(origin, c.sender);
+    if (notListed) return answer(false, `command refused: ${notListed}`);
     const registered = await apps.registered(base).catch(() => null);
     const owner = registered?.specification.owner ?? installed.owner;
     const allowed = c.caller === owner || this.node.coreTeam.includes(c.caller);

@@ -47,6 +47,8 @@ function record(c: Conn, now: number, opens: Map<string, number>) {
     remoteVersion: c.remoteVersion,
     reconnects: Math.max(0, (opens.get(c.addr) ?? 1) - 1),
     nodeKey: c.key,
+    /** The node-list key the peer proved (membership nodelist). */
+    listedKey: c.member || null,
   };
 }
 

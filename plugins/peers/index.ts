@@ -6,12 +6,15 @@
 import path from 'node:path';
 import { coreServices, definePlugin, optional, websocket, type Collection } from '../../core/plugin-api.ts';
 import { appsService } from '../apps/api.ts';
+import { daemonControlService, daemonService } from '../daemon/api.ts';
+import { readConf } from '../../lib/daemon-rpc/conf.ts';
 import { peerNetwork, type PeerNetwork } from './api.ts';
 import { Announcer } from './announce.ts';
 import { peerConfigSchema, protocolConfig, type PeersConfig } from './config.ts';
 import { GlobalCommands } from './global.ts';
 import { makeHandlers } from './handlers.ts';
 import { Locations } from './locations.ts';
+import { Membership, NOT_LISTED } from './membership.ts';
 import { loadOrCreateKeys } from './protocol/keys.ts';
 import { PeerNode, type Kept } from './protocol/node.ts';
 import { linkOfSocket, wsTransport } from './ws-transport.ts';
@@ -22,6 +25,8 @@ export default definePlugin({
   provides: { peers: peerNetwork },
   deps: {
     apps: optional(appsService),
+    daemon: optional(daemonService),
+    daemonControl: optional(daemonControlService),
     node: coreServices.node,
     store: coreServices.store,
     clock: coreServices.clock,
@@ -35,6 +40,24 @@ export default definePlugin({
     const pc = protocolConfig(cfg, ctx.node);
     const store = ctx.store('messages') as Collection<Kept>;
     await store.ensureIndex({ fieldName: 'hash', unique: true });
+    const membership = new Membership({
+      mode: cfg.membership,
+      daemon: ctx.daemon,
+      secret: () => {
+        if (cfg.nodePrivateKey) return cfg.nodePrivateKey;
+        const file = ctx.daemonControl()?.conf().confFile;
+        if (!file) return undefined;
+        try {
+          const v = readConf(file).values;
+          return v.legacynodeprivkey || v.corenodeprivkey || undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      cacheMs: cfg.nodeListCacheMs,
+      missRefreshMs: Math.min(cfg.nodeListCacheMs, 5_000),
+      log: ctx.log,
+    });
     const bound = ctx.node.apiHost && ctx.node.apiHost !== '0.0.0.0' && ctx.node.apiHost !== '::' ? ctx.node.apiHost : undefined;
     const net = new PeerNode(keys, wsTransport({ localAddress: bound, maxPayload: 64 * 1024, path: '/ws/core', timeoutMs: pc.handshakeMs ?? 10_000 }), pc, {
       now: () => Date.now(),
@@ -48,7 +71,21 @@ export default definePlugin({
         if (dropped.length) void store.remove({ hash: { $in: dropped } }, { multi: true }).catch(() => undefined);
       },
       log: ctx.log,
+      admission: membership,
     });
+
+    // Admitted peers that a node list read now no longer shows at their IP are dropped; an unreadable list
+    // changes nothing (a node whose daemon is down keeps its peers and admits nobody new).
+    const recheck = setInterval(() => {
+      if (cfg.membership !== 'nodelist') return;
+      for (const c of net.conns) {
+        if (c.state !== 'open' || !c.member) continue;
+        void membership.stillListed(c.member, c.ip).then((ok) => {
+          if (ok === false) net.drop(c, NOT_LISTED, 'no longer a listed node', false);
+        });
+      }
+    }, cfg.nodeListCacheMs);
+    recheck.unref();
 
     const locations = new Locations(() => Date.now(), cfg.locationTtlMs);
     const kept = (await store.find({})) as Kept[];
@@ -82,7 +119,7 @@ export default definePlugin({
       net.broadcast(type, full);
     };
     const announcer = new Announcer(ctx.apps, ctx.events, notice, cfg.announceMs, ctx.log);
-    const global = new GlobalCommands(net, ctx.apps, ctx.node, ctx.log, cfg.globalCommandMaxAgeMs);
+    const global = new GlobalCommands(net, ctx.apps, ctx.node, ctx.log, cfg.globalCommandMaxAgeMs, membership);
 
     const service: PeerNetwork = {
       get nodeKey() {
@@ -107,6 +144,7 @@ export default definePlugin({
       },
       services: { peers: service },
       dispose: () => {
+        clearInterval(recheck);
         announcer.stop();
         global.stop();
         net.stop();

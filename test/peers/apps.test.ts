@@ -4,10 +4,14 @@
  * network namespace, `scripts/dev/in-netns.sh h17 npx mocha test/peers/apps.test.ts`.
  * - the signed network policy a node takes from its source reaches the nodes that have none;
  * - an app registered on one node is a temporary message on all, and global on all after its payment;
- * - a node that installs it is its location on every node;
- * - a global appstop sent to a node that does not run the app stops it where it runs, as the owner, with
- *   no session header leaving the node the owner called; a command naming a caller who is not the owner
- *   is refused there.
+ * - the three nodes that install it (nodes 0-2, each with its own dockerd: test/peers/extra-dockerd.ts)
+ *   are its locations on every node;
+ * - a global appstop sent to a node that does not run the app stops it on all three, as the owner, with no
+ *   session header leaving the node the owner called; a command naming a caller who is not the owner is
+ *   refused there, as is one from a listed peer that does not prove its origin is a listed node; a global
+ *   appstart, redeploy and appremove reach all three the same way.
+ * Membership `nodelist`: the node list comes from the TEST-ONLY corenode RPC double in front of the
+ * litecoind (test/node/doubles; every other call, the explorers' included, goes through to litecoind).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -20,12 +24,23 @@ import { component, freeAppPort, hardNofile, last, makeWallets, ndjson, pay, sig
 import { generateKeys } from '../../plugins/peers/protocol/keys.ts';
 import { PeerNode } from '../../plugins/peers/protocol/node.ts';
 import { wsTransport } from '../../plugins/peers/ws-transport.ts';
+import crypto from 'node:crypto';
+import { nodeSigner } from '../../lib/nodelist/signature.ts';
+import { originText, proofText } from '../../plugins/peers/membership.ts';
+import { startCorenodeRpcDouble, type CorenodeRpcDouble } from '../node/doubles/corenode-rpc-double.ts';
 import { Cluster, data, type ClusterNode } from './cluster.ts';
+import { startExtraDockerd, type ExtraDockerd } from './extra-dockerd.ts';
 
-const PORT = 25700;
+const PORT = 27700;
 const APP = 'peerglobal';
 /** Eight nodes: the issue's proof size (each runs its own explorer over the shared litecoind). */
 const N = Number(process.env.PEERS_APPS_NODES ?? 8);
+/** The nodes that run the app: node 0 on the shared dockerd, nodes 1 and 2 each on an extra one. */
+const RUNNERS = [0, 1, 2];
+const newSigner = () => {
+  const secret = crypto.randomBytes(32).toString('hex');
+  return { secret, ...nodeSigner(secret) };
+};
 
 describe('peer network: apps across eight node processes (Docker, litecoind)', function () {
   this.timeout(300_000);
@@ -36,12 +51,22 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   let n: ClusterNode[];
   let registryAddress: string;
   const h: Record<string, Record<string, string>>[] = [];
-
-  const running = async (name: string) => JSON.parse(await docker.cli(['inspect', name]))[0].State.Running as boolean;
+  let extra: ExtraDockerd[] = [];
+  let rpc: CorenodeRpcDouble;
+  const nodeKeys = Array.from({ length: N }, newSigner);
+  /** Listed at 127.0.0.1: the test's own peer. */
+  const testKey = newSigner();
+  /** The docker CLI of node i's dockerd. */
+  const cliOf = (i: number) => (i === 0 ? docker.cli : extra[i - 1].cli);
+  const inspect = async (i: number, name: string) => JSON.parse(await cliOf(i)(['inspect', name]))[0];
+  const running = async (name: string, i = 0) => (await inspect(i, name)).State.Running as boolean;
+  const onAll = async (f: (i: number) => Promise<boolean>) => (await Promise.all(RUNNERS.map(f))).every(Boolean);
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
+    [docker, ltc, ...extra] = await Promise.all([ensureDocker(), startLitecoind(), startExtraDockerd(), startExtraDockerd()]) as [TestDocker, Regtest, ...ExtraDockerd[]];
     await ltc.mine(101);
+    rpc = await startCorenodeRpcDouble(ltc);
+    rpc.nodeList = [...nodeKeys.map((k, i) => ({ ip: `127.0.0.${2 + i}`, pubkey: k.pubKey })), { ip: '127.0.0.1', pubkey: testKey.pubKey }];
     registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
     c = new Cluster({
       n: N,
@@ -49,14 +74,17 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
       plugins: ['identity', 'daemon', 'explorer', 'apps', 'peers'],
       operator: w.admin.legacyid,
       coreTeam: [w.coreTeam.legacyid],
-      peers: { minimums: { outgoing: 1, uniqueOutgoingIps: 1, incoming: 1, uniqueIncomingIps: 1 } },
-      extra: () => {
+      // Membership open: this file has no node list (test/peers/network.test.ts proves nodelist).
+      peers: { minimums: { outgoing: 1, uniqueOutgoingIps: 1, incoming: 1, uniqueIncomingIps: 1 }, membership: 'nodelist' },
+      extra: (i) => {
         return {
-          daemon: { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } },
+          peers: { nodePrivateKey: nodeKeys[i].secret },
+          daemon: { rpc: { url: rpc.url, user: ltc.user, password: ltc.password } },
           explorer: { pollIntervalMs: 50, retryIntervalMs: 100, prefetch: 8 },
           apps: {
-            docker: { socketPath: docker.socketPath, nofile: hardNofile() },
-            publishHost: '127.0.0.1',
+            // Own dockerd for nodes 1 and 2; app networks and published ports apart per node.
+            docker: { socketPath: i >= 1 && i <= extra.length ? extra[i - 1].socketPath : docker.socketPath, nofile: hardNofile(), subnetBase: `172.${40 + i}` },
+            publishHost: `127.0.0.${2 + i}`,
             registryAddress,
             paymentPollMs: 100,
             reconcileIntervalMs: 200,
@@ -84,7 +112,9 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   after(async () => {
     if (n) await n[0].get(`/apps/appremove/${APP}/true`, h[0]?.coreTeam).catch(() => {});
     await c?.stop().catch(() => {});
+    await rpc?.close();
     await ltc?.stop();
+    await Promise.all(extra.map((x) => x.stop()));
     if (c) {
       await unmountUnder(c.root).catch(() => {});
       fs.rmSync(c.root, { recursive: true, force: true });
@@ -131,18 +161,25 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     });
   });
 
-  it('the node that installs it is its location everywhere; a global appstop from another node stops it there', async () => {
-    const lines = ndjson(await n[0].get(`/apps/installapplocally/${APP}`, h[0].coreTeam));
-    assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
-    await eventually(async () => (await Promise.all(n.map(async (x) => data(await x.get(`/apps/location/${APP}`))))).every((l) => l.length === 1 && l[0].ip === `127.0.0.2:${PORT}`), {
-      what: 'the location on all',
+  it('the nodes that install it are its locations everywhere; a global appstop from another node stops it on all', async () => {
+    await Promise.all(
+      RUNNERS.map(async (i) => {
+        const lines = ndjson(await n[i].get(`/apps/installapplocally/${APP}`, h[i].coreTeam));
+        assert.equal(last(lines).status, 'success', `node ${i}: ${JSON.stringify(last(lines))}`);
+      }),
+    );
+    const where = RUNNERS.map((i) => `127.0.0.${2 + i}:${PORT}`).sort();
+    await eventually(async () => (await Promise.all(n.map(async (x) => data(await x.get(`/apps/location/${APP}`))))).every((l) => JSON.stringify(l.map((e: any) => e.ip).sort()) === JSON.stringify(where)), {
+      what: 'the three locations on all',
       everyMs: 300,
     });
-    await eventually(() => running(`coreapi_${APP}`), { what: 'running' });
+    await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'running on the three' });
 
-    // A rogue peer naming a caller who does not own the app: refused where the app runs.
+    // A listed peer naming a caller who does not own the app, and one whose command does not prove its
+    // origin: refused where the app runs.
     const keys = generateKeys();
     const rogue = new PeerNode(keys, wsTransport({ localAddress: '127.0.0.1', maxPayload: 65536, path: '/ws/core', timeoutMs: 5000 }), { ip: '127.0.0.1', port: 25996, seeds: [] }, {
+      admission: { proof: (k, nonce) => ({ pubKey: testKey.pubKey, sig: testKey.sign(proofText(k, nonce)) }), admit: async () => ({ ok: true as const, pubKey: '' }) },
       now: () => Date.now(),
       setTimer: (fn, ms) => {
         const t = setTimeout(fn, ms);
@@ -150,25 +187,54 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
       },
     });
     try {
-      assert.equal(await rogue.connect(`127.0.0.3:${PORT}`), 'initiated');
+      assert.equal(await rogue.connect(`127.0.0.5:${PORT}`), 'initiated');
       await eventually(() => rogue.outgoing().length === 1, { what: 'rogue joined' });
       const results: any[] = [];
       rogue.on('appcommandresult', (m) => results.push(m.payload));
-      rogue.broadcast('appcommand', { id: 'rogue-1', verb: 'appstop', app: APP, caller: w.other.legacyid, issuedAt: Date.now() });
-      await eventually(() => results.find((r) => r.id === 'rogue-1'), { what: 'the refusal' });
-      assert.equal(results.find((r) => r.id === 'rogue-1').ok, false);
-      assert.equal(await running(`coreapi_${APP}`), true);
+      const sender = { pubKey: testKey.pubKey, ip: '127.0.0.1', sig: testKey.sign(originText(keys.publicKey, '127.0.0.1')) };
+      rogue.broadcast('appcommand', { id: 'rogue-1', verb: 'appstop', app: APP, caller: w.other.legacyid, issuedAt: Date.now(), sender });
+      rogue.broadcast('appcommand', { id: 'rogue-2', verb: 'appstop', app: APP, caller: w.owner.legacyid, issuedAt: Date.now() });
+      const of = (id: string) => results.filter((r) => r.id === id);
+      await eventually(() => of('rogue-1').length === RUNNERS.length && of('rogue-2').length === RUNNERS.length, { what: 'the refusals of the three' });
+      assert.ok(of('rogue-1').every((r) => r.ok === false && /may not appstop/.test(r.message)), JSON.stringify(of('rogue-1')));
+      assert.ok(of('rogue-2').every((r) => r.ok === false && /no proof that its origin is a listed node/.test(r.message)), JSON.stringify(of('rogue-2')));
+      assert.ok(await onAll((i) => running(`coreapi_${APP}`, i)));
     } finally {
       rogue.stop();
     }
 
-    // The owner, logged in on node 2 (which does not run the app), stops it everywhere.
-    assert.equal((await n[2].get(`/apps/appstop/${APP}/true`, h[2].other)).json.data.code, 401);
-    const answer = data(await n[2].get(`/apps/appstop/${APP}/true`, h[2].owner));
-    assert.match(answer.message, /^Global appstop of peerglobal sent to the 1 other node\(s\) that run it$/);
-    await eventually(async () => !(await running(`coreapi_${APP}`)), { what: 'stopped on node 0', everyMs: 200 });
+    // The owner, logged in on node 3 (which does not run the app), stops it everywhere.
+    assert.equal((await n[3].get(`/apps/appstop/${APP}/true`, h[3].other)).json.data.code, 401);
+    const answer = data(await n[3].get(`/apps/appstop/${APP}/true`, h[3].owner));
+    assert.match(answer.message, /^Global appstop of peerglobal sent to the 3 other node\(s\) that run it$/);
+    await eventually(async () => onAll(async (i) => !(await running(`coreapi_${APP}`, i))), { what: 'stopped on the three', everyMs: 200 });
     // And the core team starts it again the same way.
-    data(await n[1].get(`/apps/appstart/${APP}/true`, h[1].coreTeam));
-    await eventually(() => running(`coreapi_${APP}`), { what: 'started again on node 0', everyMs: 200 });
+    data(await n[4].get(`/apps/appstart/${APP}/true`, h[4].coreTeam));
+    await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'started again on the three', everyMs: 200 });
+  });
+
+  it('a global redeploy and a global appremove reach every node that runs the app', async () => {
+    const ids = await Promise.all(RUNNERS.map(async (i) => (await inspect(i, `coreapi_${APP}`)).Id as string));
+    // Sent from a node that does not run it: the envelope, with the command's id.
+    assert.equal((await n[5].get(`/apps/redeploy/${APP}/false/true`, h[5].other)).json.data.code, 401);
+    const r = data(await n[5].get(`/apps/redeploy/${APP}/false/true`, h[5].owner));
+    assert.match(r.message, /^Global redeploy of peerglobal sent to the 3 other node\(s\) that run it$/);
+    assert.match(r.here.message, /not installed on this node/);
+    await eventually(
+      async () =>
+        onAll(async (i) => {
+          const now = await inspect(i, `coreapi_${APP}`).catch(() => null);
+          return !!now && now.Id !== ids[i] && now.State.Running;
+        }),
+      { what: 'recreated and running on the three', everyMs: 300 },
+    );
+
+    // Sent from a node that runs it: its own progress stream, whose first line says where the command went.
+    assert.equal((await n[0].get(`/apps/appremove/${APP}/false/true`, h[0].other)).json.data.code, 401);
+    const lines = ndjson(await n[0].get(`/apps/appremove/${APP}/false/true`, h[0].owner));
+    assert.deepEqual({ ...lines[0], commandId: typeof lines[0].commandId }, { status: 'global', message: 'Global appremove of peerglobal sent to the 2 other node(s) that run it', commandId: 'string' });
+    assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
+    await eventually(async () => onAll(async (i) => (await cliOf(i)(['ps', '-aq', '--filter', `name=coreapi_${APP}`])).trim() === ''), { what: 'removed on the three', everyMs: 300 });
+    await eventually(async () => (await Promise.all(n.map(async (x) => data(await x.get(`/apps/location/${APP}`))))).every((l) => l.length === 0), { what: 'no location left', everyMs: 300 });
   });
 });

@@ -49,7 +49,7 @@ export class Cluster {
   private readonly manifests: string;
 
   constructor(readonly o: ClusterOptions) {
-    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'h17-cluster-'));
+    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'h17b-cluster-'));
     this.manifests = path.join(this.root, 'manifests');
     fs.mkdirSync(this.manifests);
     for (const p of new Set(['host', 'node', ...o.plugins])) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(this.manifests, `${p}.yaml`));
@@ -58,6 +58,7 @@ export class Cluster {
       const ip = `127.0.0.${2 + i}`;
       const dataDir = path.join(this.root, `node${i}`);
       const configFile = path.join(this.root, `node${i}.json`);
+      const extra = o.extra?.(i) ?? {};
       const config = {
         api: { port: o.port, host: ip },
         dataDir,
@@ -67,8 +68,9 @@ export class Cluster {
         initial: { legacyid: o.operator },
         ...(o.coreTeam ? { coreTeam: o.coreTeam } : {}),
         node: SAFE_NODE,
-        peers: { seeds: i === 0 ? [] : [seed], maintainMs: 300, pingMs: 1000, backoffBaseMs: 200, backoffMaxMs: 2000, handshakeMs: 3000, ...o.peers },
-        ...(o.extra?.(i) ?? {}),
+        ...extra,
+        // `extra(i).peers` adds to the shared peers section (a node's own key, say).
+        peers: { seeds: i === 0 ? [] : [seed], maintainMs: 300, pingMs: 1000, backoffBaseMs: 200, backoffMaxMs: 2000, handshakeMs: 3000, ...o.peers, ...(extra.peers as object) },
       };
       fs.writeFileSync(configFile, JSON.stringify(config));
       const url = `http://${ip}:${o.port}`;

@@ -2,8 +2,17 @@
  * Eight real node processes on 127.0.0.2-9, each with its own data folder, seeded with the first: the mesh,
  * broadcast once to every node, a killed node that rejoins and catches up, peers that send bad frames,
  * app notices from a peer, and every peer route (happy path, levels, bad input).
+ * Membership `nodelist`: each node has a node key listed at its IP in the node list a real regtest
+ * litecoind answers through the TEST-ONLY corenode RPC double (test/node/doubles); the test's own peers
+ * (127.0.0.1) have a listed key too. Unlisted keys, listed keys from another IP, a node list that cannot be
+ * read and a node taken off the list are each tried.
  */
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { nodeSigner, type NodeSigner } from '../../lib/nodelist/signature.ts';
+import { proofText } from '../../plugins/peers/membership.ts';
+import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import { startCorenodeRpcDouble, type CorenodeRpcDouble } from '../node/doubles/corenode-rpc-double.ts';
 import { bitcoinWallet, login } from '../support/wallets.ts';
 import { eventually } from '../support/wait.ts';
 import { PeerNode } from '../../plugins/peers/protocol/node.ts';
@@ -12,7 +21,13 @@ import { wsTransport } from '../../plugins/peers/ws-transport.ts';
 import { Cluster, data, type ClusterNode } from './cluster.ts';
 import { Rogue } from './rogue.ts';
 
-const PORT = 25600;
+const PORT = 27600;
+const newSigner = () => {
+  const secret = crypto.randomBytes(32).toString('hex');
+  return { secret, ...nodeSigner(secret) };
+};
+/** A hello's node-key proof by `s` (what plugins/peers/membership.ts makes). */
+const proofBy = (s: NodeSigner) => (peerKey: string, nonce: string) => ({ pubKey: s.pubKey, sig: s.sign(proofText(peerKey, nonce)) });
 
 describe('peer network: 8 node processes', function () {
   this.timeout(240_000);
@@ -23,18 +38,35 @@ describe('peer network: 8 node processes', function () {
   let n: ClusterNode[];
   const auth: Record<string, Record<string, string>> = {};
   let key0 = '';
+  let ltc: Regtest;
+  let rpc: CorenodeRpcDouble;
+  const nodeKeys = Array.from({ length: 8 }, newSigner);
+  /** Listed at 127.0.0.1: the test's own peers. */
+  const testKey = newSigner();
+  const fullList = () => [
+    // Both forms the list uses: `ip` and `ip:port`.
+    ...nodeKeys.map((k, i) => ({ ip: i % 2 ? `127.0.0.${2 + i}` : `127.0.0.${2 + i}:${PORT}`, pubkey: k.pubKey })),
+    { ip: '127.0.0.1', pubkey: testKey.pubKey },
+  ];
+  let list: unknown = fullList();
+  let listReads = 0;
 
   const recent = async (node: ClusterNode) => data(await node.get('/core/networkhealth')).messages.recent as any[];
   const adminOn = async (node: ClusterNode) => ({ legacyidauth: (await login(node.client, operator)).header });
 
   before(async () => {
+    ltc = await startLitecoind();
+    rpc = await startCorenodeRpcDouble(ltc);
+    // The double reads `nodeList` at each call: count the reads, and let a test make the list unreadable.
+    Object.defineProperty(rpc, 'nodeList', { get: () => (listReads++, list) });
     c = new Cluster({
       n: 8,
       port: PORT,
-      plugins: ['identity', 'peers'],
+      plugins: ['identity', 'daemon', 'peers'],
       operator: operator.legacyid,
       coreTeam: [coreTeam.legacyid],
-      peers: { minimums: { outgoing: 3, uniqueOutgoingIps: 3, incoming: 2, uniqueIncomingIps: 2 }, maxBadFrames: 5, banMs: 600_000 },
+      peers: { minimums: { outgoing: 3, uniqueOutgoingIps: 3, incoming: 2, uniqueIncomingIps: 2 }, maxBadFrames: 5, banMs: 600_000, membership: 'nodelist', nodeListCacheMs: 500 },
+      extra: (i) => ({ daemon: { rpc: { url: rpc.url, user: ltc.user, password: ltc.password } }, peers: { nodePrivateKey: nodeKeys[i].secret } }),
     });
     n = c.nodes;
     await c.startAll();
@@ -45,6 +77,8 @@ describe('peer network: 8 node processes', function () {
 
   after(async () => {
     await c?.stop();
+    await rpc?.close();
+    await ltc?.stop();
   });
 
   it('forms one connected mesh from a single seed', async () => {
@@ -66,6 +100,42 @@ describe('peer network: 8 node processes', function () {
     key0 = peers1.find((p: any) => p.ip === n[0].ip).nodeKey;
     assert.match(key0, /^[0-9a-f]{64}$/);
     assert.equal(data(await n[0].get('/core/checkcommunication')), 'Communication to Core network is properly established');
+  });
+
+  it('membership: an unlisted key, a listed key from another IP and a hello without proof are refused (4006); a listed key joins', async () => {
+    const url = `ws://${n[4].ip}:${PORT}/ws/core`;
+    const refused = async (member?: (k: string, nonce: string) => unknown) => assert.rejects(new Rogue(url, 27990, member).join(), /closed during the handshake: 4006/);
+    await refused(proofBy(newSigner())); // not in the list
+    await refused(proofBy(nodeKeys[3])); // node 3's listed key, but from 127.0.0.1 (listed at 127.0.0.5)
+    await refused(undefined); // no proof
+    await refused((k, nonce) => ({ pubKey: testKey.pubKey, sig: newSigner().sign(proofText(k, nonce)) })); // a listed key, signed by another
+    await refused((k) => proofBy(testKey)(k, 'another-nonce')); // a proof made for another link
+    const hist = data(await n[4].get('/core/peerhistory?event=refused&code=4006', await adminOn(n[4])));
+    assert.ok(hist.some((h: any) => h.ip === '127.0.0.1' && /is not listed at 127\.0\.0\.1/.test(h.reason)), JSON.stringify(hist));
+    assert.ok(hist.some((h: any) => /no proof/.test(h.reason)) && hist.some((h: any) => /does not verify/.test(h.reason)));
+    // Refusals are not misbehaviour: the IP is not banned, and a listed key from it joins.
+    const ok = new Rogue(url, 27990, proofBy(testKey));
+    await ok.join();
+    ok.close();
+    // Every node proved its listed key to its peers.
+    const peers = data(await n[1].get('/core/peers'));
+    assert.ok(peers.length > 0 && peers.every((p: any) => p.listedKey === nodeKeys[Number(p.ip.split('.')[3]) - 2].pubKey), JSON.stringify(peers.map((p: any) => [p.ip, p.listedKey])));
+  });
+
+  it('membership: a node whose node list cannot be read keeps its peers and admits nobody new (4007)', async () => {
+    const target = n[6];
+    const keysBefore = data(await target.get('/core/peers')).map((p: any) => p.nodeKey).sort();
+    list = null; // the daemon answers no list
+    try {
+      // Every node re-checks its peers every 500 ms (a round reads the list once the last good read is
+      // older than that): after three rounds each node's last good list is stale, and nobody was dropped.
+      const reads = listReads;
+      await eventually(() => listReads >= reads + 24, { what: 'three rounds of re-checks', everyMs: 100 });
+      await assert.rejects(new Rogue(`ws://${target.ip}:${PORT}/ws/core`, 27989, proofBy(testKey)).join(), /closed during the handshake: 4007/);
+      assert.deepEqual(data(await target.get('/core/peers')).map((p: any) => p.nodeKey).sort(), keysBefore);
+    } finally {
+      list = fullList();
+    }
   });
 
   it('delivers a broadcast to every other node exactly once', async () => {
@@ -102,9 +172,25 @@ describe('peer network: 8 node processes', function () {
     await eventually(async () => data(await n[1].get('/core/peers')).find((p: any) => p.ip === seven.ip)?.nodeKey === keyBefore, { what: 'node 7 back with its key', everyMs: 300 });
   });
 
+  it('membership: a node taken off the list is dropped by its peers and refused until it is listed again', async () => {
+    const seven = n[7];
+    const links = async (x: ClusterNode) => [...data(await x.get('/core/connectedpeers')), ...data(await x.get('/core/incomingconnections'))] as string[];
+    list = fullList().filter((e) => e.pubkey !== nodeKeys[7].pubKey);
+    try {
+      await eventually(async () => (await Promise.all(n.slice(0, 7).map(links))).every((l) => !l.includes(seven.ip)), { what: 'node 7 dropped by all', everyMs: 200 });
+      const admin = await adminOn(n[0]);
+      await eventually(async () => data(await n[0].get(`/core/peerhistory?event=refused&code=4006&ip=${seven.ip}`, admin)).length > 0, { what: 'node 7 refused by its seed', everyMs: 200 });
+    } finally {
+      list = fullList();
+    }
+    await eventually(async () => (await links(seven)).length > 0, { what: 'node 7 back once listed', everyMs: 200 });
+  });
+
   it('a peer is located by the running notices every node hears, and forgotten at its removal notice', async () => {
     const keys = generateKeys();
     const peer = new PeerNode(keys, wsTransport({ localAddress: '127.0.0.1', maxPayload: 65536, path: '/ws/core', timeoutMs: 5000 }), { ip: '127.0.0.1', port: 25998, seeds: [], maxOutgoing: 1 }, {
+      // Proves the test's listed key; takes the node it dials on trust.
+      admission: { proof: proofBy(testKey), admit: async () => ({ ok: true as const, pubKey: '' }) },
       now: () => Date.now(),
       setTimer: (fn, ms) => {
         const t = setTimeout(fn, ms);
@@ -135,7 +221,7 @@ describe('peer network: 8 node processes', function () {
 
   it('a peer sending forged frames is disconnected, refused and listed as unstable', async () => {
     const target = n[1];
-    const r = new Rogue(`ws://${target.ip}:${PORT}/ws/core`, 25991);
+    const r = new Rogue(`ws://${target.ip}:${PORT}/ws/core`, 25991, proofBy(testKey));
     await r.join();
     await eventually(async () => data(await target.get('/core/peers/inbound')).some((p: any) => p.ip === '127.0.0.1'), { what: 'the rogue listed' });
     for (let i = 0; i < 3; i++) r.forged('gossip', { m: '{}', s: 'x', h: 0 });
@@ -150,13 +236,13 @@ describe('peer network: 8 node processes', function () {
     const hist = data(await target.get('/core/peerhistory?event=misbehaved', await adminOn(target)));
     assert.ok(hist.some((h: any) => h.ip === '127.0.0.1' && /signature/.test(h.reason)));
     // Its IP is refused for a while.
-    const again = new Rogue(`ws://${target.ip}:${PORT}/ws/core`, 25991);
+    const again = new Rogue(`ws://${target.ip}:${PORT}/ws/core`, 25991, proofBy(testKey));
     await assert.rejects(again.join(), /4003/);
   });
 
   it('oversized, unknown, malformed, unsigned and binary frames are dropped and counted', async () => {
     const target = n[2];
-    const r = new Rogue(`ws://${target.ip}:${PORT}/ws/core`, 25992);
+    const r = new Rogue(`ws://${target.ip}:${PORT}/ws/core`, 25992, proofBy(testKey));
     await r.join();
     r.raw('x'.repeat(61_000)); // over maxFrameBytes (60,000), under the host's 64 KB
     r.send('teleport', { to: 'mars' }); // unknown type: refused before its signature is looked at
@@ -168,7 +254,7 @@ describe('peer network: 8 node processes', function () {
     assert.equal(r.closed!.code, 4010);
     assert.ok(data(await target.get('/core/unstablenodes')).some((u: any) => u.port === '25992'));
     // A frame over the host's websocket limit (64 KB) closes the link at once (1009).
-    const big = new Rogue(`ws://${n[4].ip}:${PORT}/ws/core`, 25993);
+    const big = new Rogue(`ws://${n[4].ip}:${PORT}/ws/core`, 25993, proofBy(testKey));
     await big.join();
     big.raw('y'.repeat(70_000));
     await eventually(() => big.closed, { what: 'closed for size' });
@@ -187,11 +273,11 @@ describe('peer network: 8 node processes', function () {
       for (const p of ['/core/addpeer/127.0.0.3', '/core/removepeer/127.0.0.3', '/core/removeincomingpeer/127.0.0.3']) await levels(p);
       await eventually(async () => data(await n[0].get('/core/connectedpeers')).includes('127.0.0.3'), { what: 'node 0 dials node 1' });
       assert.equal(data(await n[0].get('/core/addpeer/127.0.0.3', auth.coreteam)), `Already connected to 127.0.0.3:${PORT}`);
-      assert.match(data(await n[0].get('/core/removepeer/127.0.0.3', auth.admin)), /^Outgoing connection to 127\.0\.0\.3:25600 closed$/);
+      assert.match(data(await n[0].get('/core/removepeer/127.0.0.3', auth.admin)), /^Outgoing connection to 127\.0\.0\.3:27600 closed$/);
       const add = data(await n[0].get(`/core/addpeer/127.0.0.3:${PORT}`, auth.admin));
       assert.ok(add === `Outgoing connection to 127.0.0.3:${PORT} initiated` || add === `Already connected to 127.0.0.3:${PORT}`, add);
       await eventually(async () => data(await n[1].get('/core/incomingconnections')).includes('127.0.0.2'), { what: 'node 1 sees node 0 incoming' });
-      assert.match(data(await n[1].get('/core/removeincomingpeer/127.0.0.2', { legacyidauth: (await login(n[1].client, operator)).header })), /^Incoming connection from 127\.0\.0\.2:25600 closed$/);
+      assert.match(data(await n[1].get('/core/removeincomingpeer/127.0.0.2', { legacyidauth: (await login(n[1].client, operator)).header })), /^Incoming connection from 127\.0\.0\.2:27600 closed$/);
       const bad = async (p: string) => (await n[0].get(p, auth.admin)).json.data;
       assert.equal((await bad('/core/addpeer')).message, 'No IP address specified.');
       assert.equal((await bad('/core/addpeer/not-an-ip')).name, 'ValidationError');

@@ -4,21 +4,25 @@
  * missed pongs, catch-up, and the key kept across starts.
  */
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { generateKeys, loadOrCreateKeys } from '../../plugins/peers/protocol/keys.ts';
 import { MemoryNetwork, VirtualTime } from '../../plugins/peers/protocol/memory.ts';
-import { PeerNode, type Delivered } from '../../plugins/peers/protocol/node.ts';
+import { PeerNode, type Admission, type Delivered } from '../../plugins/peers/protocol/node.ts';
+import { Membership } from '../../plugins/peers/membership.ts';
+import { nodeSigner } from '../../lib/nodelist/signature.ts';
+import type { DaemonService } from '../../plugins/daemon/api.ts';
 import type { ProtocolConfig } from '../../plugins/peers/protocol/config.ts';
 import type { Link } from '../../plugins/peers/protocol/transport.ts';
 
 function world() {
   const sched = new VirtualTime();
   const net = new MemoryNetwork(sched, () => 10);
-  const make = (i: number, cfg: Partial<ProtocolConfig> = {}) => {
+  const make = (i: number, cfg: Partial<ProtocolConfig> = {}, admission?: Admission) => {
     const ip = `10.0.0.${i}`;
-    const node = new PeerNode(generateKeys(), net.transport(ip), { ip, port: 16127, seeds: [], ...cfg }, { now: () => sched.now(), setTimer: (fn, ms) => sched.at(ms, fn) });
+    const node = new PeerNode(generateKeys(), net.transport(ip), { ip, port: 16127, seeds: [], ...cfg }, { now: () => sched.now(), setTimer: (fn, ms) => sched.at(ms, fn), admission });
     net.listen(ip, 16127, (l) => node.accept(l));
     const got: Delivered[] = [];
     node.onAny((m) => got.push(m));
@@ -144,6 +148,39 @@ describe('peer protocol core (in-memory transport, virtual time)', () => {
     await a.node.connect(c.addr);
     await sched.run(sched.now() + 1000);
     assert.equal(a.node.self, '10.0.0.1:16127');
+  });
+
+  it('membership nodelist: each side checks the other, outgoing links included', async () => {
+    const { sched, make } = world();
+    const keys = [1, 2, 3, 4].map(() => crypto.randomBytes(32).toString('hex'));
+    // TEST-ONLY stand-in for the daemon service: the node list it answers (the real daemon path is proved
+    // in network.test.ts). Node 2 is not listed; node 4's key is listed at another IP.
+    const list = [{ ip: '10.0.0.1', pubkey: nodeSigner(keys[0]).pubKey }, { ip: '10.0.0.3:16127', pubkey: nodeSigner(keys[2]).pubKey }, { ip: '10.0.0.9', pubkey: nodeSigner(keys[3]).pubKey }];
+    const nodeListDouble = { call: async () => list } as unknown as DaemonService;
+    const log = { warn() {}, info() {}, debug() {}, error() {} } as any;
+    const member = (i: number, mode: 'nodelist' | 'open' = 'nodelist') =>
+      new Membership({ mode, daemon: () => nodeListDouble, secret: () => keys[i - 1], cacheMs: 60_000, missRefreshMs: 0, log });
+    const a = make(1, {}, member(1));
+    const b = make(2, {}, member(2, 'open')); // admits anyone, but is not listed itself
+    const c = make(3, {}, member(3));
+    const d = make(4, {}, member(4, 'open'));
+    await a.node.connect(b.addr); // a refuses the node it dialled
+    await b.node.connect(a.addr); // a refuses the node that dialled it
+    await d.node.connect(a.addr); // listed, but not at 10.0.0.4
+    await a.node.connect(c.addr);
+    await sched.run(sched.now() + 1000);
+    // Admission is asynchronous (a promise): let it settle and the frames it released run.
+    for (let i = 0; i < 5; i++) await sched.run(sched.now() + 100);
+    assert.deepEqual(a.node.outgoing().map((x) => x.ip), ['10.0.0.3']);
+    assert.equal(a.node.incoming().length, 0);
+    assert.equal(c.node.incoming()[0].member, nodeSigner(keys[0]).pubKey);
+    const refused = a.node.history.filter((e) => e.event === 'refused' && e.code === 4006).map((e) => `${e.direction} ${e.ip}`);
+    assert.deepEqual(refused.sort(), ['inbound 10.0.0.2', 'inbound 10.0.0.4', 'outbound 10.0.0.2']);
+    assert.ok(b.node.history.some((e) => e.event === 'refused' && /refused by the peer/.test(e.reason)));
+    a.node.broadcast('t', 1);
+    for (let i = 0; i < 3; i++) await sched.run(sched.now() + 100);
+    assert.equal(c.got.length, 1);
+    assert.equal(b.got.length, 0);
   });
 
   it('keeps the node key across starts (0600)', () => {

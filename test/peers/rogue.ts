@@ -14,7 +14,12 @@ export class Rogue {
   opened = false;
   readonly received: any[] = [];
 
-  constructor(readonly url: string, readonly claimedPort: number) {}
+  /** `member`: the node-key proof over the node's nonce (membership nodelist), or none. */
+  constructor(
+    readonly url: string,
+    readonly claimedPort: number,
+    readonly member?: (peerKey: string, nonce: string) => unknown,
+  ) {}
 
   /** Connect and finish the handshake; resolves once the node's hello arrived. */
   async join(): Promise<void> {
@@ -26,7 +31,7 @@ export class Rogue {
       this.ws.on('message', (raw) => {
         const f = JSON.parse(raw.toString());
         this.received.push(f);
-        if (f.t === 'challenge') this.send('hello', { nonce: myNonce, echo: JSON.parse(f.d).nonce, port: this.claimedPort, v: '1', time: Date.now() });
+        if (f.t === 'challenge') this.send('hello', { nonce: myNonce, echo: JSON.parse(f.d).nonce, port: this.claimedPort, v: '1', time: Date.now(), member: this.member?.(this.keys.publicKey, JSON.parse(f.d).nonce) });
         else if (f.t === 'hello') {
           this.opened = true;
           resolve();

@@ -19,6 +19,10 @@ export class Bucket {
 
 export class Conn {
   key = '';
+  /** The listed node key the peer proved (membership `nodelist`; '' when open). */
+  member = '';
+  /** Frames that arrived while this side checks the peer's membership (null: not checking). */
+  held: [string | Buffer, boolean][] | null = null;
   /** The other node's listening port (outbound: the one dialled; inbound: what its hello says). */
   port = 0;
   state: 'handshake' | 'open' | 'closed' = 'handshake';

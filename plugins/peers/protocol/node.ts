@@ -40,7 +40,23 @@ export interface HistoryEvent {
   reason: string;
 }
 
+/** A node-key proof a peer gives in its hello (membership, ../membership.ts). */
+export interface MemberProof {
+  pubKey: string;
+  sig: string;
+}
+
+/** Who may join: proofs this node gives, and the check of the other side's (optional: open when absent). */
+export interface Admission {
+  /** This node's proof for a link whose other side chose `nonce`. */
+  proof(peerKey: string, nonce: string): MemberProof | undefined;
+  /** Whether the peer at `ip` with link key `key` proved a listed node key over `nonce` (this side's). */
+  admit(a: { ip: string; key: string; nonce: string; proof: unknown }): Promise<{ ok: true; pubKey: string } | { ok: false; code: number; reason: string }>;
+}
+
 export interface Env {
+  /** Membership check of every handshake; without it any key may join. */
+  admission?: Admission;
   now(): number;
   setTimer(fn: () => void, ms: number): { clear(): void };
   /** Kept messages changed (persist them); optional. */
@@ -251,7 +267,11 @@ export class PeerNode {
     this.conns.add(c);
     link.onMessage((data, isBinary) => this.receive(c, data, isBinary));
     // 4010 from the other side means it refused us; only our own 4010 lists the other node as misbehaving.
-    link.onClose((code, reason) => this.closed(c, code === 4010 ? 4012 : code, reason));
+    link.onClose((code, reason) => {
+      // The other side did not admit this node (membership): worth a line in the history.
+      if (this.conns.has(c) && c.state === 'handshake' && (code === 4006 || code === 4007)) this.record('refused', code, c.ip, c.port, c.direction, `refused by the peer: ${reason}`);
+      this.closed(c, code === 4010 ? 4012 : code, reason);
+    });
     const t = this.env.setTimer(() => {
       if (c.state === 'handshake') this.drop(c, 4008, 'handshake timed out');
     }, this.cfg.handshakeMs);
@@ -344,6 +364,12 @@ export class PeerNode {
 
   private receive(c: Conn, data: string | Buffer, isBinary: boolean) {
     if (c.state === 'closed') return;
+    if (c.held) {
+      // The other side opened while this side still checks its membership: its first frames wait.
+      if (c.held.length >= 32) return this.drop(c, 4008, 'too many frames before admission', false);
+      c.held.push([data, isBinary]);
+      return;
+    }
     const now = this.env.now();
     const len = typeof data === 'string' ? data.length : data.length;
     c.bytesReceived += len;
@@ -402,7 +428,7 @@ export class PeerNode {
     if (!d || typeof d !== 'object') return this.bad(c, 'malformed');
     if (f.t === 'challenge') {
       if (c.direction !== 'outbound' || typeof d.nonce !== 'string' || d.nonce.length > 64 || c.seqOut) return this.bad(c, 'unexpected challenge');
-      return this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now() });
+      return this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), member: this.env.admission?.proof(this.key, d.nonce) });
     }
     if (f.t !== 'hello') return this.bad(c, 'frame before the handshake');
     if (!isKey(f.k) || !verify(f.k, signedText(f.t, f.n, f.d), f.s) || f.n !== 1) return this.bad(c, 'signature');
@@ -413,12 +439,44 @@ export class PeerNode {
       if (c.direction === 'outbound') this.known.delete(c.addr);
       return this.drop(c, 4009, 'connected to itself', false);
     }
-    const same = [...this.conns].find((o) => o !== c && o.key === f.k && o.state === 'open');
+    if (this.duplicate(c, f.k, d.port)) return;
+    const adm = this.env.admission;
+    if (!adm) return this.admitted(c, f, d, '');
+    c.held = [];
+    const refuse = (code: number, reason: string) => {
+      if (c.state === 'closed') return;
+      this.record('refused', code, c.ip, d.port, c.direction, reason);
+      this.env.log?.info({ ip: c.ip, port: d.port, direction: c.direction, reason }, 'peers: peer not admitted');
+      this.drop(c, code, reason, false);
+    };
+    adm.admit({ ip: c.ip, key: f.k, nonce: c.nonce, proof: d.member }).then(
+      (r) => {
+        if (c.state === 'closed') return;
+        if (!r.ok) return refuse(r.code, r.reason);
+        if (this.duplicate(c, f.k, d.port)) return;
+        const held = c.held ?? [];
+        c.held = null;
+        this.admitted(c, f, d, r.pubKey);
+        for (const [data, b] of held) this.receive(c, data, b);
+      },
+      (e) => refuse(4007, `membership check failed: ${(e as Error).message}`),
+    );
+  }
+
+  /** A key already linked in the same direction, or from another IP, is refused (4004). */
+  private duplicate(c: Conn, key: string, port: number): boolean {
+    const same = [...this.conns].find((o) => o !== c && o.key === key && o.state === 'open');
     if (same && (same.direction === c.direction || same.ip !== c.ip)) {
-      this.record('refused', 4004, c.ip, d.port, c.direction, 'already connected to this node');
-      return this.drop(c, 4004, 'already connected to this node', false);
+      this.record('refused', 4004, c.ip, port, c.direction, 'already connected to this node');
+      this.drop(c, 4004, 'already connected to this node', false);
+      return true;
     }
+    return false;
+  }
+
+  private admitted(c: Conn, f: Frame, d: any, member: string) {
     c.key = f.k;
+    c.member = member;
     c.seqIn = f.n;
     c.remoteVersion = String(d.v ?? '');
     c.remoteClockOffsetMs = Number.isFinite(d.time) ? this.env.now() - d.time : 0;
@@ -427,7 +485,7 @@ export class PeerNode {
       c.port = d.port;
       // `seen`: the IP this peer connects from, as this node sees it (how a node behind no fixed
       // configuration learns its own address).
-      this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), seen: c.ip });
+      this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), seen: c.ip, member: this.env.admission?.proof(this.key, d.nonce) });
       this.learn(c.addr, 'incoming');
     }
     this.open(c);
