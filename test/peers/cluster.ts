@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
-import { fetchAnswer, type Answer, type TestNode } from '../support/node.ts';
+import { fetchAnswer, type Answer, type TestNode, SAFE_NODE } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
 
 export interface ClusterNode {
@@ -35,13 +35,6 @@ export interface ClusterOptions {
   extra?: (i: number) => Record<string, unknown>;
 }
 
-const SAFE_NODE = {
-  softwareDir: path.join(os.tmpdir(), 'corenode-test-no-software'),
-  restartCommand: ['true'],
-  ui: { buildCommand: ['false'] },
-  daemon: { updateCommand: ['false'] },
-  benchmark: { startCommand: ['false'], updateCommand: ['false'] },
-};
 
 export class Cluster {
   readonly nodes: ClusterNode[] = [];

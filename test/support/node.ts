@@ -77,7 +77,8 @@ export function manifestsFor(plugins: string[]): string {
   return dir;
 }
 
-const SAFE_NODE = {
+/** Node settings that keep a test node from acting on this machine (software updates, restarts, packages, SSDP). */
+export const SAFE_NODE = {
   softwareDir: path.join(os.tmpdir(), 'corenode-test-no-software'),
   restartCommand: ['true'],
   ui: { buildCommand: ['false'] },
