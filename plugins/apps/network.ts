@@ -109,7 +109,9 @@ export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers)
   for (const verb of [...LOCAL_VERBS, ...STREAMED_VERBS]) {
     const local = handlers[verb];
     out[verb] = async (input: HandlerInput) => {
-      if (!input.params.global) return local(input);
+      // The route's checked input (`global` converted to a boolean: the path segment 'false' is text).
+      const v = input.values;
+      if (!v.global) return local(input);
       const net = peers();
       if (!net) throw new ApiError(503, 'PeersUnavailable', 'The peer network is not enabled on this node: a global command cannot be sent');
       if (!input.caller.legacyid) throw new ApiError(401, 'Unauthorized', 'Unauthorized. Access denied.');
@@ -118,11 +120,11 @@ export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers)
         here = await local(input);
       } catch (e) {
         if (!(e instanceof ApiError) || e.code !== 404) throw e;
-        here = { message: `Application ${input.params.appname} is not installed on this node` };
+        here = { message: `Application ${v.appname} is not installed on this node` };
       }
-      const target = String(input.params.appname);
+      const target = String(v.appname);
       const app = splitAppName(target).app;
-      const force = STREAMED_VERBS.includes(verb) ? !!input.params.force : undefined;
+      const force = STREAMED_VERBS.includes(verb) ? !!v.force : undefined;
       const id = net.runGlobal({ verb, app: target, caller: input.caller.legacyid, ...(force !== undefined ? { force } : {}) });
       const nodes = (await net.locations(app)).filter((l) => l.node !== net.nodeKey).length;
       const message = `Global ${verb} of ${app} sent to the ${nodes} other node(s) that run it`;
@@ -157,8 +159,9 @@ export function verbRunner(handlers: Record<string, PlainHandler>) {
   return async (verb: LifecycleVerb, app: string, opts: { force?: boolean } = {}): Promise<string> => {
     const streamed = STREAMED_VERBS.includes(verb);
     if (!LOCAL_VERBS.includes(verb) && !streamed) throw new Error(`${verb} is not run from a global command on this node`);
-    const params = { appname: app, ...(streamed ? { force: !!opts.force } : {}) };
-    const r = await handlers[verb]({ params, query: {}, values: {}, headers: {} } as unknown as HandlerInput);
+    // As the route's checked input would give it (handlers read `values`, never raw path text).
+    const values = { appname: app, ...(streamed ? { force: !!opts.force } : {}) };
+    const r = await handlers[verb]({ params: values, query: {}, values, headers: {} } as unknown as HandlerInput);
     if (r instanceof Reply && isStream(r.body)) {
       // The work runs to its end whether or not anyone reads; its last line says how it ended.
       const end = await lastLine(r.body);

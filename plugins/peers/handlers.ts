@@ -63,7 +63,7 @@ function dataOf(input: HandlerInput): unknown {
       return text;
     }
   }
-  return input.params.data || undefined;
+  return input.values.data || undefined;
 }
 
 export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
@@ -74,13 +74,13 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
     return { a, hit };
   };
   const app = (input: HandlerInput) => {
-    const name = input.params.appname;
+    const name = input.values.appname;
     if (!name) throw new ApiError(400, 'BadRequest', 'No Core App specified');
     return name as string;
   };
   return {
     addpeer: async (input) => {
-      const a = addrOf(input.params.ip, net.cfg.port);
+      const a = addrOf(input.values.ip, net.cfg.port);
       const r = await net.connect(a.addr, 'manual');
       if (r === 'initiated') return `Outgoing connection to ${a.addr} initiated`;
       if (r === 'already') return `Already connected to ${a.addr}`;
@@ -88,13 +88,13 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
       throw new ApiError(503, 'PeerUnreachable', `Outgoing connection to ${a.addr} could not be opened`);
     },
     removepeer: (input) => {
-      const { a, hit } = find('outbound', input.params.ip);
+      const { a, hit } = find('outbound', input.values.ip);
       if (!hit.length) throw new ApiError(404, 'NotFound', `No outgoing connection to ${a.exact ? a.addr : a.ip}`);
       for (const c of hit) net.drop(c, 1000, 'removed by the operator', false);
       return `Outgoing connection to ${hit.map((c) => c.addr).join(', ')} closed`;
     },
     removeincomingpeer: (input) => {
-      const { a, hit } = find('inbound', input.params.ip);
+      const { a, hit } = find('inbound', input.values.ip);
       if (!hit.length) throw new ApiError(404, 'NotFound', `No incoming connection from ${a.exact ? a.addr : a.ip}`);
       for (const c of hit) net.drop(c, 1000, 'removed by the operator', false);
       return `Incoming connection from ${hit.map((c) => c.addr).join(', ')} closed`;
@@ -112,7 +112,7 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
     incomingconnections: () => net.incoming().map((c) => c.ip),
     incomingconnectionsinfo: () => net.incoming().map((c) => ({ ip: c.ip, port: c.port, latency: c.latency, lastPingTime: c.lastPingTime })),
     peers: (input) => {
-      const f: string | undefined = input.params.filter;
+      const f: string | undefined = input.values.filter;
       const now = Date.now();
       return [...net.conns]
         .filter((c) => c.state === 'open' && (!f || c.direction === f || c.addr === f))
@@ -138,12 +138,10 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
       };
     },
     peerhistory: (input) => {
-      const q = input.query;
-      const limit = Math.min(1000, Math.max(1, Number(q.limit ?? 100)));
-      const since = Number(q.since ?? 0);
+      const q = input.values;
       return net.history
-        .filter((e) => (!q.ip || e.ip.startsWith(q.ip)) && (!q.code || e.code === Number(q.code)) && (!q.event || e.event === q.event) && e.time >= since)
-        .slice(-limit)
+        .filter((e) => (!q.ip || e.ip.startsWith(q.ip)) && (q.code === undefined || e.code === q.code) && (!q.event || e.event === q.event) && e.time >= q.since)
+        .slice(-q.limit)
         .reverse();
     },
     unstablenodes: () => net.unstable(),
