@@ -21,6 +21,7 @@ const PORT = 28010;
 const DEAD_PORT = 28011;
 const A = '127.0.1.2';
 const B = '127.0.1.3';
+const C = '127.0.1.6';
 
 type Dos = { dosState: number; dosMessage: string | null };
 
@@ -33,7 +34,10 @@ describe('DOS sources on the peer network (two in-process nodes, benchmark doubl
   const dirs: string[] = [];
   let skew = 0;
 
-  async function startHost(ip: string, o: { peers: Record<string, unknown>; dos: Record<string, unknown>; clock?: { now(): number } }) {
+  async function startHost(
+    ip: string,
+    o: { peers: Record<string, unknown>; dos: Record<string, unknown>; clock?: { now(): number }; minimumVersion?: string; onHandler?: (routeId: string) => void },
+  ) {
     const dataDir = tempDir('h16b-dos-');
     const manifestsDir = manifestsFor(['daemon', 'peers']);
     dirs.push(dataDir, manifestsDir);
@@ -47,12 +51,12 @@ describe('DOS sources on the peer network (two in-process nodes, benchmark doubl
       node: {
         ...SAFE_NODE,
         benchmark: { rpc: { url: bench[ip].url, user: bench[ip].user, password: bench[ip].password }, startCommand: ['false'], updateCommand: ['false'], startWaitMs: 0, stopWaitMs: 0 },
-        availability: { timeoutMs: 2000 },
+        availability: { timeoutMs: 2000, ...(o.minimumVersion ? { minimumVersion: o.minimumVersion } : {}) },
         dos: o.dos,
       },
       peers: { membership: 'open', maintainMs: 200, backoffBaseMs: 100, backoffMaxMs: 500, handshakeMs: 3000, ...o.peers },
     });
-    const host = new Host({ config, clock: o.clock });
+    const host = new Host({ config, clock: o.clock, onHandler: o.onHandler });
     hosts.push(host);
     await host.start();
     await host.listen();
@@ -127,12 +131,29 @@ describe('DOS sources on the peer network (two in-process nodes, benchmark doubl
     bench[A].state.ipaddress = `127.0.1.5:${PORT}`;
     await settles((d) => d.dosState >= 11, 'the second change to be charged');
     assert.deepEqual(await dosOf(A), { dosState: 11, dosMessage: 'Node is banned (DOS 11): The public IP of the node changed 2 times within 20 h (now 127.0.1.5)' });
+    const changes = hosts[0].events.since(0).filter((e) => e.name === 'node:ipchanged').map((e) => e.data);
+    assert.deepEqual(changes, [
+      { from: A, to: '127.0.1.4', changesWithin20h: 1 },
+      { from: '127.0.1.4', to: '127.0.1.5', changesWithin20h: 2 },
+    ]);
     await rounds(3);
     assert.equal((await dosOf(A)).dosState, 11, 'held, not added again');
     skew += 20 * 3600_000;
     await settles((d) => d.dosState === 0, 'the changes to leave the window');
     bench[A].state.ipaddress = `${A}:${PORT}`;
     await rounds(3);
+    assert.deepEqual(await dosOf(A), { dosState: 0, dosMessage: null });
+  });
+
+  it('a peer that says the node is unreachable is outvoted by one that reaches it', async () => {
+    // C wants a version no node has: it answers NotAvailable for A, while B reaches A.
+    let asked = 0;
+    const onHandler = (id: string) => void (id === 'node.checkcoreavailability' && asked++);
+    bench[C] = await startBenchmarkDouble();
+    await startHost(C, { peers: { seeds: [`${A}:${PORT}`], minimums: { outgoing: 0, uniqueOutgoingIps: 0, incoming: 0, uniqueIncomingIps: 0 } }, dos: { intervalSeconds: 0 }, minimumVersion: '99.0.0', onHandler });
+    // A asks its peers in random order until one says available: C is asked first in about every other round.
+    await eventually(() => asked >= 3, { what: 'C to be asked three times', timeoutMs: 30_000 });
+    assert.equal((await fetchAnswer(`http://${C}:${PORT}/core/checkcoreavailability/${A}/${PORT}`)).json.data.name, 'NotAvailable');
     assert.deepEqual(await dosOf(A), { dosState: 0, dosMessage: null });
   });
 });
