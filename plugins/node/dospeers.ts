@@ -87,18 +87,20 @@ async function bounded(res: Response): Promise<string> {
  * cannot be asked, or answers anything else (the node is not in its list, its daemon is away), gives no
  * verdict; with no verdict at all nothing is judged.
  */
-export async function askPeers(links: PeerLink[], own: { ip: string; port: number }, o: { ask: number; timeoutMs: number }): Promise<Verdict> {
+export async function askPeers(links: PeerLink[], own: { ip: string; port: number }, o: { ask: number; timeoutMs: number; signal?: AbortSignal }): Promise<Verdict> {
   const seen = new Set<string>();
   const order = [...shuffled(links.filter((l) => l.direction === 'outbound')), ...shuffled(links.filter((l) => l.direction === 'inbound'))].filter(
     (l) => !seen.has(l.ip) && seen.add(l.ip),
   );
   const refusals: string[] = [];
   for (const peer of order.slice(0, o.ask)) {
+    if (o.signal?.aborted) break;
     const url = `http://${peer.ip}:${peer.port}/core/checkcoreavailability/${own.ip}/${own.port}`;
     let body: { status?: unknown; data?: { name?: unknown; message?: unknown } };
     try {
       // The peer waits up to its own timeout for this node's answer: give it that and a margin.
-      const res = await fetch(url, { signal: AbortSignal.timeout(o.timeoutMs * 2), redirect: 'error' });
+      const timeout = AbortSignal.timeout(o.timeoutMs * 2);
+      const res = await fetch(url, { signal: o.signal ? AbortSignal.any([o.signal, timeout]) : timeout, redirect: 'error' });
       body = JSON.parse(await bounded(res));
     } catch {
       continue;
@@ -106,6 +108,7 @@ export async function askPeers(links: PeerLink[], own: { ip: string; port: numbe
     if (body?.status === 'success') return { verdict: 'available', detail: `${peer.ip}:${peer.port}` };
     if (body?.status === 'error' && body.data?.name === 'NotAvailable') refusals.push(`${peer.ip}:${peer.port} (${String(body.data.message ?? '').slice(0, 200)})`);
   }
+  if (o.signal?.aborted) return { verdict: 'none', detail: 'stopping' };
   return refusals.length
     ? { verdict: 'unavailable', detail: `Core ${own.ip}:${own.port} is not reachable by its peers: ${refusals.join('; ')}` }
     : { verdict: 'none', detail: '' };

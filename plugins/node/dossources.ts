@@ -55,6 +55,7 @@ export function createDosRounds(deps: DosRoundDeps) {
   const { config, dos, benchmark, log } = deps;
   const fewPeers = fewPeersMeter(deps.clock);
   const ips = ipHistory(deps.store, deps.clock);
+  const stopping = new AbortController();
 
   /** A collision (see above): the address the list confirms this node's collateral at, if not `own`. */
   async function collision(own: string): Promise<string | null> {
@@ -110,7 +111,7 @@ export function createDosRounds(deps: DosRoundDeps) {
       if (seen.changes > 1)
         fails.push({ amount: seen.from !== undefined ? IP_CHANGES : 0, why: `The public IP of the node changed ${seen.changes} times within 20 h (now ${ip})` });
       if (peers) {
-        const v = await askPeers(peers.links(), { ip, port }, { ask: config.availabilityPeers, timeoutMs: deps.availabilityTimeoutMs });
+        const v = await askPeers(peers.links(), { ip, port }, { ask: config.availabilityPeers, timeoutMs: deps.availabilityTimeoutMs, signal: stopping.signal });
         if (v.verdict === 'unavailable') fails.push({ amount: NOT_REACHABLE, why: v.detail });
       }
     }
@@ -126,9 +127,13 @@ export function createDosRounds(deps: DosRoundDeps) {
     return why;
   }
 
-  let running: Promise<unknown> = Promise.resolve();
+  // A round that outlasts the interval (peers asked in turn, each given up to twice availability.timeoutMs)
+  // makes the next tick a no-op rather than a queue of rounds.
+  let running: Promise<unknown> | undefined;
   const tick = () => {
-    running = running.then(round).catch((e) => log.warn({ err: (e as Error).message }, 'DOS round failed'));
+    running ??= round()
+      .catch((e) => log.warn({ err: (e as Error).message }, 'DOS round failed'))
+      .finally(() => (running = undefined));
   };
   const timer = config.intervalSeconds > 0 ? setInterval(tick, config.intervalSeconds * 1000) : undefined;
   timer?.unref();
@@ -137,6 +142,7 @@ export function createDosRounds(deps: DosRoundDeps) {
     round,
     async stop() {
       if (timer) clearInterval(timer);
+      stopping.abort(); // a peer being asked is not waited for
       await running;
     },
   };
