@@ -123,7 +123,8 @@ export function createDosRounds(deps: DosRoundDeps) {
     }
     const why = fails.map((f) => f.why).join('; ');
     const amount = fails.reduce((a, f) => a + f.amount, 0);
-    if (amount > 0) await dos.add(amount, why);
+    // Nothing to add yet (the first minutes without peers, a ban held): the reason is still shown, once.
+    if (amount > 0 || !(await dos.get()).dosMessage?.endsWith(why)) await dos.add(amount, why);
     return why;
   }
 
