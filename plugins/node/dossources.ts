@@ -31,13 +31,16 @@ export const COLLISION = 100;
 export const OLD_BENCHMARK = 11;
 export const NO_PUBLIC_IP = 15;
 
+const hasPort = (a: string) => /:\d+$/.test(a) && !a.startsWith('[');
 /** `ip` or `ip:port` of a list entry or the benchmark, as `ip:port` (16127 when none is given). */
 function withPort(a: string): string {
-  return /:\d+$/.test(a) && !a.startsWith('[') ? a : `${a}:16127`;
+  return hasPort(a) ? a : `${a}:16127`;
 }
 
 export interface DosRoundDeps {
   config: NodeConfig['dos'];
+  /** The node's API port: where peers reach it when the benchmark's address names no port. */
+  apiPort: number;
   /** How long a peer may take to probe this node (`availability.timeoutMs`). */
   availabilityTimeoutMs: number;
   dos: Dos;
@@ -102,7 +105,8 @@ export function createDosRounds(deps: DosRoundDeps) {
         return why;
       }
       const ip = own.slice(0, own.lastIndexOf(':'));
-      const port = Number(own.slice(own.lastIndexOf(':') + 1));
+      // The benchmark names the port when it is not the default; without one the node is where it listens.
+      const port = hasPort(String(bench.ipaddress)) ? Number(own.slice(own.lastIndexOf(':') + 1)) : deps.apiPort;
       const seen = await ips.observe(ip);
       if (seen.from !== undefined) {
         deps.events.emit('node:ipchanged', { from: seen.from, to: ip, changesWithin20h: seen.changes });

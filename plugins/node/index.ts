@@ -64,6 +64,7 @@ export default definePlugin({
     const payment = paymentHandlers(ctx.clock, ctx.store('paymentrequests'), ctx.store('payments'));
     const dosRounds = createDosRounds({
       config: ctx.config.dos,
+      apiPort: ctx.node.apiPort,
       availabilityTimeoutMs: ctx.config.availability.timeoutMs,
       dos,
       benchmark,

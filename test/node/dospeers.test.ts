@@ -75,7 +75,8 @@ describe('DOS sources on the peer network (two in-process nodes, benchmark doubl
     ltc = await startLitecoind();
     rpc = await startCorenodeRpcDouble(ltc);
     // Not registered (no collateral): no collision check. Listed: both nodes, and A at a port where it is not.
-    rpc.nodeList = [{ ip: `${A}:${PORT}` }, { ip: `${B}:${PORT}` }, { ip: `${A}:${DEAD_PORT}` }];
+    // (`A` alone is A at 16127, where nothing listens.)
+    rpc.nodeList = [{ ip: `${A}:${PORT}` }, { ip: `${B}:${PORT}` }, { ip: `${A}:${DEAD_PORT}` }, { ip: A }];
     for (const ip of [A, B]) {
       bench[ip] = await startBenchmarkDouble();
       bench[ip].state.version = '6.2.0';
@@ -118,6 +119,10 @@ describe('DOS sources on the peer network (two in-process nodes, benchmark doubl
     await settles((d) => d.dosState === 0, 'the counter to reset');
     // Not in B's node list at that port: B answers NotConfirmed, which says nothing of A's reachability.
     bench[A].state.ipaddress = `${A}:${DEAD_PORT + 1}`;
+    await rounds(3);
+    assert.deepEqual(await dosOf(A), { dosState: 0, dosMessage: null });
+    // No port from the benchmark: peers are asked about the port A listens on (not 16127, where it is not).
+    bench[A].state.ipaddress = A;
     await rounds(3);
     assert.deepEqual(await dosOf(A), { dosState: 0, dosMessage: null });
     bench[A].state.ipaddress = `${A}:${PORT}`;
