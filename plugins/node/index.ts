@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ApiError, VERSION, coreServices, definePlugin, optional, sse } from '../../core/plugin-api.ts';
 import { daemonControlService, daemonService } from '../daemon/api.ts';
+import { peerNetwork } from '../peers/api.ts';
 import { createBenchmark } from './benchmark.ts';
 import { controlHandlers } from './control.ts';
 import { DOS_BAN, createDos } from './dos.ts';
@@ -37,6 +38,8 @@ export default definePlugin({
     log: coreServices.log,
     daemon: optional(daemonService),
     daemonControl: optional(daemonControlService),
+    // The DOS rounds' peer checks (dossources.ts); without the peers plugin they are not made.
+    peers: optional(peerNetwork),
   },
   configSchema: schema,
   async setup(ctx) {
@@ -59,7 +62,19 @@ export default definePlugin({
     const geo = createGeolocator(ctx.config, ctx.clock);
     const overlay = overlayHandlers(ctx.node.dataDir);
     const payment = paymentHandlers(ctx.clock, ctx.store('paymentrequests'), ctx.store('payments'));
-    const dosRounds = createDosRounds({ config: ctx.config.dos, dos, benchmark, daemon: ctx.daemon, log: ctx.log });
+    const dosRounds = createDosRounds({
+      config: ctx.config.dos,
+      apiPort: ctx.node.apiPort,
+      availabilityTimeoutMs: ctx.config.availability.timeoutMs,
+      dos,
+      benchmark,
+      daemon: ctx.daemon,
+      peers: ctx.peers,
+      store: ctx.store('state'),
+      clock: ctx.clock,
+      events: ctx.events,
+      log: ctx.log,
+    });
     const upnp = createUpnp(ctx.config.upnp);
     const ownPorts = ctx.config.upnp.enabled ? keepOwnPorts(upnp, ctx.node.apiPort, ctx.config.upnp, ctx.log) : undefined;
     return {

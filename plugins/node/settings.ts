@@ -51,7 +51,7 @@ export interface NodeConfig {
   /** UPnP: keep the node's own ports mapped (`enabled`), how the gateway is found, lease and refresh. */
   upnp: { enabled: boolean; gatewayUrl?: string; searchTimeoutMs: number; requestTimeoutMs: number; leaseSeconds: number; refreshMinutes: number; maxListed: number };
   /** The DOS counter's checks (dossources.ts): how often, and the lowest benchmark version accepted. */
-  dos: { intervalSeconds: number; benchmarkMinimumVersion: string };
+  dos: { intervalSeconds: number; benchmarkMinimumVersion: string; availabilityPeers: number };
   /** Node-to-node port checks (keepupnpportsopen, checkappavailability). */
   ports: { appMin: number; appMax: number; banned: number[]; signatureMaxAgeSeconds: number; touchGapMs: number };
   hardened: { configDaemonUrl: string; timeoutMs: number };
@@ -219,6 +219,8 @@ export const schema = configSchema<NodeConfig>({
         // 0: no rounds.
         intervalSeconds: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
         benchmarkMinimumVersion: { type: 'string', pattern: '^\\d+\\.\\d+\\.\\d+$', default: '6.2.0' },
+        // How many peers a round asks whether they reach this node (dospeers.ts), until one does.
+        availabilityPeers: { type: 'integer', minimum: 1, maximum: 16, default: 3 },
       },
       default: {},
     },

@@ -50,6 +50,17 @@ export interface GlobalOutcome {
   message: string;
 }
 
+/** One open link to another node. */
+export interface PeerLink {
+  /** Where the peer is reached: its IP and API port (the peer protocol runs on the API port). */
+  ip: string;
+  port: number;
+  /** `outbound`: this node dialled it; `inbound`: it dialled this node. */
+  direction: 'outbound' | 'inbound';
+  /** The peer's public key. */
+  nodeKey: string;
+}
+
 export interface PeerNetwork {
   /** This node's public key. */
   readonly nodeKey: string;
@@ -65,6 +76,10 @@ export interface PeerNetwork {
   nodes(): Promise<{ node: string; ip: string; place: NodePlaceView | null; broadcastedAt: number }[]>;
   /** Outcomes of global commands reported back by the nodes that ran them. */
   globalOutcomes(id: string): GlobalOutcome[];
+  /** The open links (past their handshake). */
+  links(): PeerLink[];
+  /** What `/core/checkcommunication` names: each shortfall against `peers.minimums`; empty when there are enough peers. */
+  shortfalls(): string[];
 }
 
 export const peerNetwork = createServiceRef<PeerNetwork>('peers');

@@ -23,6 +23,21 @@ function addrOf(ip: string | undefined, port: number) {
   return { ip: host, port: n, addr: `${host}:${n}`, exact: p !== undefined };
 }
 
+/** Each shortfall of the open links against `peers.minimums` (checkcommunication; the node plugin's DOS rounds). */
+export function shortfalls(net: PeerNode): string[] {
+  const m = net.cfg.minimums;
+  const out = net.outgoing();
+  const inc = net.incoming();
+  const uOut = new Set(out.map((c) => c.ip)).size;
+  const uIn = new Set(inc.map((c) => c.ip)).size;
+  const short: string[] = [];
+  if (out.length < m.outgoing) short.push(`${out.length} outgoing connections of the ${m.outgoing} needed`);
+  if (uOut < m.uniqueOutgoingIps) short.push(`${uOut} unique outgoing IPs of the ${m.uniqueOutgoingIps} needed`);
+  if (inc.length < m.incoming) short.push(`${inc.length} incoming connections of the ${m.incoming} needed`);
+  if (uIn < m.uniqueIncomingIps) short.push(`${uIn} unique incoming IPs of the ${m.uniqueIncomingIps} needed`);
+  return short;
+}
+
 function record(c: Conn, now: number, opens: Map<string, number>) {
   return {
     ip: c.ip,
@@ -146,16 +161,7 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
     },
     unstablenodes: () => net.unstable(),
     checkcommunication: () => {
-      const m = net.cfg.minimums;
-      const out = net.outgoing();
-      const inc = net.incoming();
-      const uOut = new Set(out.map((c) => c.ip)).size;
-      const uIn = new Set(inc.map((c) => c.ip)).size;
-      const short: string[] = [];
-      if (out.length < m.outgoing) short.push(`${out.length} outgoing connections of the ${m.outgoing} needed`);
-      if (uOut < m.uniqueOutgoingIps) short.push(`${uOut} unique outgoing IPs of the ${m.uniqueOutgoingIps} needed`);
-      if (inc.length < m.incoming) short.push(`${inc.length} incoming connections of the ${m.incoming} needed`);
-      if (uIn < m.uniqueIncomingIps) short.push(`${uIn} unique incoming IPs of the ${m.uniqueIncomingIps} needed`);
+      const short = shortfalls(net);
       if (short.length) throw new ApiError(503, 'NotEnoughPeers', `Not enough connections to the Core network: ${short.join('; ')}`);
       return 'Communication to Core network is properly established';
     },

@@ -12,7 +12,7 @@ import { peerNetwork, type PeerNetwork } from './api.ts';
 import { Announcer } from './announce.ts';
 import { peerConfigSchema, protocolConfig, type PeersConfig } from './config.ts';
 import { GlobalCommands } from './global.ts';
-import { makeHandlers } from './handlers.ts';
+import { makeHandlers, shortfalls } from './handlers.ts';
 import { Locations } from './locations.ts';
 import { Membership, NOT_LISTED } from './membership.ts';
 import { loadOrCreateKeys } from './protocol/keys.ts';
@@ -132,6 +132,8 @@ export default definePlugin({
       nodes: async () => locations.nodes(),
       runGlobal: (cmd) => global.send(cmd),
       globalOutcomes: (id) => global.outcomes.filter((o) => o.id === id),
+      links: () => [...net.outgoing(), ...net.incoming()].map((c) => ({ ip: c.ip, port: c.port, direction: c.direction, nodeKey: c.key })),
+      shortfalls: () => shortfalls(net),
     };
 
     net.start();
