@@ -124,7 +124,7 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   it('the signed network policy taken on one node reaches the nodes without a source', async () => {
     await eventually(async () => (await Promise.all(n.map(async (x) => (await x.get('/apps/networkpolicy')).json?.data))).every((p) => p?.held === true), {
       what: 'the policy on all',
-      everyMs: 300, timeoutMs: 90_000,
+      everyMs: 300, timeoutMs: 180_000,
     });
     const p2 = data(await n[2].get('/apps/networkpolicy'));
     assert.match(p2.source, /^peer /);
@@ -157,7 +157,7 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     await ltc.mine(1);
     await eventually(async () => (await Promise.all(n.map(async (x) => (await x.get(`/apps/appspecifications/${APP}`)).json?.status))).every((s) => s === 'success'), {
       what: 'global on all',
-      everyMs: 300, timeoutMs: 90_000,
+      everyMs: 300, timeoutMs: 180_000,
     });
   });
 
@@ -171,9 +171,9 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     const where = RUNNERS.map((i) => `127.0.0.${2 + i}:${PORT}`).sort();
     await eventually(async () => (await Promise.all(n.map(async (x) => data(await x.get(`/apps/location/${APP}`))))).every((l) => JSON.stringify(l.map((e: any) => e.ip).sort()) === JSON.stringify(where)), {
       what: 'the three locations on all',
-      everyMs: 300, timeoutMs: 90_000,
+      everyMs: 300, timeoutMs: 180_000,
     });
-    await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'running on the three', timeoutMs: 90_000 });
+    await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'running on the three', timeoutMs: 180_000 });
 
     // A listed peer naming a caller who does not own the app, and one whose command does not prove its
     // origin: refused where the app runs.
