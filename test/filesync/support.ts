@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT, resolveConfig } from '../../core/config.ts';
 import { Host } from '../../core/host.ts';
-import { fetchAnswer, type Answer } from '../support/node.ts';
+import { fetchAnswer, type Answer, SAFE_NODE } from '../support/node.ts';
 import { bitcoinWallet, login } from '../support/wallets.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -84,10 +84,11 @@ export async function startFsNode(o: FsNodeOptions): Promise<FsNode> {
       watch: false,
       initial: { legacyid: wallets.admin.legacyid },
       coreTeam: [wallets.coreTeam.legacyid],
-      node: { eventStream: true, eventStreamKeepaliveMs: 100, softwareDir: path.join(dataDir, 'no-software'), restartCommand: ['true'], ui: { buildCommand: ['false'] }, daemon: { updateCommand: ['false'] }, benchmark: { startCommand: ['false'], updateCommand: ['false'] } },
+      node: { ...SAFE_NODE, eventStream: true, eventStreamKeepaliveMs: 100, softwareDir: path.join(dataDir, 'no-software') },
       filesync: { mode: 'supervise', guiPort: guiPort(o.n), listenHost: ip, globalDiscovery: false, relays: false, reconnectSeconds: 2, follow: { intervalMs: 300 }, ...o.filesync },
-      // The peer network as test/peers/cluster.ts runs it: quick top-up, pings and back-off on loopback.
-      ...(mesh ? { peers: { seeds: o.seeds, maintainMs: 300, pingMs: 1000, backoffBaseMs: 200, backoffMaxMs: 1000, handshakeMs: 3000 } } : {}),
+      // The peer network as test/peers/cluster.ts runs it: quick top-up, pings and back-off on loopback;
+      // open membership (these nodes are on no daemon's node list; test/peers proves the node-list admission).
+      ...(mesh ? { peers: { membership: 'open', seeds: o.seeds, maintainMs: 300, pingMs: 1000, backoffBaseMs: 200, backoffMaxMs: 1000, handshakeMs: 3000 } } : {}),
       ...(o.apps ? { 'apps-service-double': o.apps } : {}),
     },
     'filesync test config',
