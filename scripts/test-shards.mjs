@@ -34,7 +34,21 @@ const missing = [...known].filter((a) => !listed.has(a));
 if (missing.length) SHARDS[SHARDS.length - 1].push(...missing.map((a) => `test/${a}`));
 
 const one = process.env.CORENODE_TEST_SHARDS === '1';
-const shards = (one ? [SHARDS.flat()] : SHARDS).map((areas) => areas.filter((a) => fs.existsSync(path.join(root, a))));
+// Several shards each start a dockerd, which needs a namespace of its own: where none can be made (not
+// root, no `ip`), everything runs in one shard rather than two dockerds fighting over one `docker0`.
+const canNetns = (() => {
+  if (process.getuid?.() !== 0 || process.env.CORENODE_TEST_NETNS === '0') return false;
+  const probe = `corenode-test-probe-${process.pid}`;
+  try {
+    execFileSync('ip', ['netns', 'add', probe], { stdio: 'ignore' });
+    execFileSync('ip', ['netns', 'del', probe], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+if (!one && !canNetns) process.stdout.write('no network namespaces here (not root, or no ip): one shard\n');
+const shards = (one || !canNetns ? [SHARDS.flat()] : SHARDS).map((areas) => areas.filter((a) => fs.existsSync(path.join(root, a))));
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'corenode-shards-'));
 const started = Date.now();
 
@@ -51,7 +65,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)
 
 /** A fresh network namespace with loopback up, or null where namespaces cannot be made (not root). */
 function makeNetns(i) {
-  if (process.getuid?.() !== 0 || process.env.CORENODE_TEST_NETNS === '0') return null;
+  if (!canNetns) return null;
   const name = `corenode-test-${process.pid}-${i}`;
   try {
     execFileSync('ip', ['netns', 'add', name], { stdio: 'ignore' });
