@@ -10,7 +10,7 @@
  *   is never removed; `appstart` clears the reason.
  * It pauses while an install, removal or redeploy runs (they own the app's containers then).
  */
-import { Periodic } from './periodic.ts';
+import { PeriodicWork } from './periodic.ts';
 import fs from 'node:fs';
 import type { Engine } from './engine.ts';
 import type { InstalledApp, InstalledComponent, Installer } from './installer.ts';
@@ -27,8 +27,7 @@ export interface AbuseRules {
 
 export type Emit = (name: string, data: Record<string, unknown>) => void;
 
-export class Guard {
-  private readonly periodic = new Periodic(() => this.look(), (e) => this.log.warn({ err: e.message }, 'apps: guard round failed'));
+export class Guard extends PeriodicWork {
   /** Last seen state per container ('running', 'exited', 'missing'). */
   private readonly states = new Map<string, string>();
   /** OOM kills seen per container: the FinishedAt of each, to count a kill once. */
@@ -45,18 +44,12 @@ export class Guard {
     private readonly emit: Emit,
     private readonly now: () => number,
     private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
-  ) {}
-
-  start(intervalMs: number): void {
-    this.periodic.start(intervalMs);
+  ) {
+    super();
   }
 
-  async stop(): Promise<void> {
-    await this.periodic.stop();
-  }
-
-  tick(): Promise<void> {
-    return this.periodic.run();
+  protected roundFailed(e: Error): void {
+    this.log.warn({ err: e.message }, 'apps: guard round failed');
   }
 
   /** A sighting of tampering: recorded, and announced once per (app, kind, hour). */
@@ -69,7 +62,7 @@ export class Guard {
     }
   }
 
-  private async look(): Promise<void> {
+  protected async round(): Promise<void> {
     this.stats.ticks++;
     if (this.installer.busy) return;
     const byName = new Map((await this.engine.listManaged()).map((c) => [c.Names[0].slice(1), c]));

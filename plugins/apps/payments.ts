@@ -4,7 +4,7 @@
  * payment with enough confirmations makes its message permanent; a payment the explorer no longer lists
  * (a reorganisation undid its block) is dropped, and its message with it.
  */
-import { Periodic } from './periodic.ts';
+import { PeriodicWork } from './periodic.ts';
 import type { Collection } from '../../core/plugin-api.ts';
 import type { RpcClient } from '../daemon/api.ts';
 import { toSatoshis } from './pricing.ts';
@@ -48,11 +48,7 @@ export function opReturnHash(hex: string | undefined): string {
   return '';
 }
 
-export class PaymentWatcher {
-  private readonly periodic = new Periodic(() => this.look(), (e) => {
-    this.lastError = e.message;
-    this.o.log.warn({ err: this.lastError }, 'apps: reading registry payments failed; retrying');
-  });
+export class PaymentWatcher extends PeriodicWork {
   lastError: string | null = null;
 
   constructor(
@@ -66,22 +62,16 @@ export class PaymentWatcher {
       price: (spec: Record<string, any>) => bigint;
       log: { warn(o: object, m: string): void; info(o: object, m: string): void };
     },
-  ) {}
-
-  start(intervalMs: number): void {
-    this.periodic.start(intervalMs);
+  ) {
+    super();
   }
 
-  async stop(): Promise<void> {
-    await this.periodic.stop();
+  protected roundFailed(e: Error): void {
+    this.lastError = e.message;
+    this.o.log.warn({ err: this.lastError }, 'apps: reading registry payments failed; retrying');
   }
 
-  /** One look at the registry address (never two at once). */
-  tick(): Promise<void> {
-    return this.periodic.run();
-  }
-
-  private async look(): Promise<void> {
+  protected async round(): Promise<void> {
     const explorer = this.o.explorer();
     const daemon = this.o.daemon();
     if (!explorer || !daemon || !this.o.address) return;

@@ -38,3 +38,30 @@ export class Periodic {
     return this.running;
   }
 }
+
+/**
+ * A class whose work is one Periodic: `start`, `stop` and `tick` (one round now) come from here, and the
+ * class says what a round does and what a failed round means to it.
+ */
+export abstract class PeriodicWork {
+  private readonly periodic = new Periodic(
+    () => this.round(),
+    (e) => this.roundFailed(e),
+  );
+
+  protected abstract round(): Promise<void>;
+  protected abstract roundFailed(e: Error): void;
+
+  start(intervalMs: number): void {
+    this.periodic.start(intervalMs);
+  }
+
+  stop(): Promise<void> {
+    return this.periodic.stop();
+  }
+
+  /** One round now, or the one already running. */
+  tick(): Promise<void> {
+    return this.periodic.run();
+  }
+}

@@ -5,7 +5,7 @@
  * adopts the containers it finds by label: nothing is recreated that still exists. It never removes an
  * app: a failure is retried at the next rung.
  */
-import { Periodic } from './periodic.ts';
+import { PeriodicWork } from './periodic.ts';
 import type { Engine } from './engine.ts';
 import type { InstalledComponent, Installer, InstalledApp } from './installer.ts';
 import { normalise } from './spec.ts';
@@ -24,12 +24,8 @@ interface Track {
   runningSince: number | null;
 }
 
-export class Reconciler {
+export class Reconciler extends PeriodicWork {
   private readonly tracks = new Map<string, Track>();
-  private readonly periodic = new Periodic(() => this.look(), (e) => {
-    this.lastError = e.message;
-    this.log.warn({ err: this.lastError }, 'apps: reconciling failed; retrying');
-  });
   readonly stats = { ticks: 0, starts: 0, recreated: 0, adopted: 0, failures: 0 };
   lastError: string | null = null;
 
@@ -39,7 +35,9 @@ export class Reconciler {
     private readonly now: () => number,
     private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
     private readonly hooks?: ReconcilerHooks,
-  ) {}
+  ) {
+    super();
+  }
 
   /** Mount the volumes of installed apps and count the containers found (the first look after a start). */
   async adopt(): Promise<number> {
@@ -61,23 +59,16 @@ export class Reconciler {
     return adopted;
   }
 
-  start(intervalMs: number): void {
-    this.periodic.start(intervalMs);
-  }
-
-  async stop(): Promise<void> {
-    await this.periodic.stop();
-  }
-
-  tick(): Promise<void> {
-    return this.periodic.run();
+  protected roundFailed(e: Error): void {
+    this.lastError = e.message;
+    this.log.warn({ err: this.lastError }, 'apps: reconciling failed; retrying');
   }
 
   private due(t: Track, now: number): boolean {
     return now - t.lastAttempt >= LADDER_MS[Math.min(t.attempts, LADDER_MS.length - 1)];
   }
 
-  private async look(): Promise<void> {
+  protected async round(): Promise<void> {
     this.stats.ticks++;
     // An install, removal or redeploy owns its app's containers until it ends.
     if (this.installer.busy) return;

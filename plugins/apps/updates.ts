@@ -5,7 +5,7 @@
  * longer global and is removed. An app that is merely not global now (a reorganisation dropped its payment)
  * is left alone: nothing is removed on one transient state.
  */
-import { Periodic } from './periodic.ts';
+import { PeriodicWork } from './periodic.ts';
 import type { Installer } from './installer.ts';
 import type { Registry } from './registry.ts';
 import type { PolicyHolder } from './policy.ts';
@@ -14,8 +14,7 @@ import { checkSpecification, type RuleContext } from './spec-rules.ts';
 /** After a failed update the same hash is tried again only after this long. */
 const RETRY_MS = 5 * 60_000;
 
-export class Updater {
-  private readonly periodic = new Periodic(() => this.round(), (e) => this.o.log.warn({ err: e.message }, 'apps: keeping installed apps up to date failed; retrying'));
+export class Updater extends PeriodicWork {
   private readonly failed = new Map<string, { hash: string; at: number }>();
 
   constructor(
@@ -29,21 +28,15 @@ export class Updater {
       forget: (container: string) => void;
       log: { warn(o: object, m: string): void; info(o: object, m: string): void };
     },
-  ) {}
-
-  start(intervalMs: number): void {
-    this.periodic.start(intervalMs);
+  ) {
+    super();
   }
 
-  stop(): Promise<void> {
-    return this.periodic.stop();
+  protected roundFailed(e: Error): void {
+    this.o.log.warn({ err: e.message }, 'apps: keeping installed apps up to date failed; retrying');
   }
 
-  tick(): Promise<void> {
-    return this.periodic.run();
-  }
-
-  private async round(): Promise<void> {
+  protected async round(): Promise<void> {
     const { registry, installer } = this.o;
     for (const rec of await installer.store.find({})) {
       const lines: Record<string, unknown>[] = [];
