@@ -386,13 +386,8 @@ export class PeerNode {
     if (f.t === 'challenge' || f.t === 'hello') return this.bad(c, 'handshake frame after the handshake');
     if (f.k !== c.key || f.n <= c.seqIn || !verify(c.key, signedText(f.t, f.n, f.d), f.s)) return this.bad(c, 'signature');
     c.seqIn = f.n;
-    let d: any;
-    try {
-      d = JSON.parse(f.d);
-    } catch {
-      return this.bad(c, 'malformed');
-    }
-    if (!d || typeof d !== 'object') return this.bad(c, 'malformed');
+    const d = bodyOf(f);
+    if (!d) return this.bad(c, 'malformed');
     switch (f.t) {
       case 'ping':
         if (!Number.isFinite(d.ts)) return this.bad(c, 'malformed');
@@ -419,13 +414,8 @@ export class PeerNode {
   }
 
   private handshake(c: Conn, f: Frame) {
-    let d: any;
-    try {
-      d = JSON.parse(f.d);
-    } catch {
-      return this.bad(c, 'malformed');
-    }
-    if (!d || typeof d !== 'object') return this.bad(c, 'malformed');
+    const d = bodyOf(f);
+    if (!d) return this.bad(c, 'malformed');
     if (f.t === 'challenge') {
       if (c.direction !== 'outbound' || typeof d.nonce !== 'string' || d.nonce.length > 64 || c.seqOut) return this.bad(c, 'unexpected challenge');
       return this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), member: this.env.admission?.proof(this.key, d.nonce) });
@@ -672,5 +662,15 @@ export class PeerNode {
 
   keptMessages() {
     return [...this.kept.values()];
+  }
+}
+
+/** A frame's data: the JSON object it carries, or null for anything else (counted as malformed). */
+function bodyOf(f: Frame): any {
+  try {
+    const d = JSON.parse(f.d);
+    return d && typeof d === 'object' ? d : null;
+  } catch {
+    return null;
   }
 }
