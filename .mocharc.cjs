@@ -3,8 +3,9 @@
 // would run everything; `npm test` passes the full set (scripts/test.sh).
 module.exports = {
   import: ['tsx'],
-  // Root hook plugin: stops the apps tests' dockerd and registry after the run (started only when a test needs them).
-  require: ['./test/support/docker.ts'],
+  // Root hook plugins: dist/ rebuilt when stale before any test (child processes run the shipped entry
+  // points); the apps tests' dockerd and registry stopped after the run (started only when a test needs them).
+  require: ['./test/support/entry.ts', './test/support/docker.ts'],
   extension: ['ts'],
   reporter: './test/support/reporter.cjs',
   timeout: 30000,

@@ -10,6 +10,8 @@ bash scripts/setup/ensure-nftables.sh
 bash scripts/setup/ensure-miniupnpd.sh
 bash scripts/setup/ensure-syncthing.sh
 npx --no-install tsc --noEmit -p .
+# Child processes in the tests run the shipped entry points from dist/: build it once here, not in each shard.
+node scripts/build.mjs --if-stale
 # With no arguments every test runs, in concurrent shards of areas (scripts/test-shards.mjs);
 # `npm test -- 'test/daemon/**/*.test.ts'` runs one area in one mocha process.
 if [ "$#" -eq 0 ]; then exec node scripts/test-shards.mjs; fi

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { fetchAnswer, type Answer } from '../support/node.ts';
+import { entryArgs } from '../support/entry.ts';
 
 export interface NodeProcess {
   child: ChildProcess;
@@ -56,7 +57,7 @@ export async function spawnNode(opts: SpawnOptions = {}): Promise<NodeProcess> {
   const port = await freePort();
   const config = path.join(dir, 'node.yaml');
   fs.writeFileSync(config, `api: { port: ${port}, host: 127.0.0.1 }\ndataDir: ${dataDir}\nlog: { level: warn }\nwatch: false\n${opts.extraYaml ?? ''}`);
-  const argv = ['--import', 'tsx', 'core/cli/node.ts'];
+  const argv = entryArgs('node');
   // bash's ulimit, then exec: the node keeps bash's pid and the limit (soft and hard), no extra package.
   const [cmd, args] = opts.nofile
     ? ['bash', ['-c', `ulimit -n ${opts.nofile} && exec "$0" "$@"`, process.execPath, ...argv]]

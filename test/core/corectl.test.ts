@@ -17,6 +17,8 @@ function corectl(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
+      // On the TypeScript sources through tsx, not dist/: these runs validate the fixture plugin, which is
+      // TypeScript under test/ and is not built.
       ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/corectl.ts'), ...args],
       { cwd: REPO_ROOT, env: { ...process.env, ...env }, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

@@ -14,6 +14,7 @@ import { inputKeys, rpcName, type RpcRoute } from '../../plugins/daemon/rpc-rout
 import { DAEMON_METHODS } from '../../lib/daemon-rpc/methods.ts';
 import daemonPlugin from '../../plugins/daemon/index.ts';
 import { checkRouteData } from '../../core/manifest/route-data.ts';
+import { entryArgs } from '../support/entry.ts';
 
 const manifest = loadManifestFile(path.join(REPO_ROOT, 'manifests/daemon.yaml'));
 // Copies of the contract's daemon and benchmark rows (routes-8.17.tsv) and sections (node-api.md).
@@ -147,7 +148,7 @@ function corectl(args: string[], config: string): Promise<{ code: number; stdout
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/corectl.ts'), ...args],
+      [...entryArgs('corectl'), ...args],
       { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: config }, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );

@@ -9,13 +9,13 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
 import { sign } from '@octokit/webhooks-methods';
 import { REPO_ROOT } from '../../core/config.ts';
 import { createDeployerHost, deployerConfigFromEnv } from '../support/deployer.ts';
 import type { Host } from '../../core/host.ts';
 import { fetchAnswer, type Answer } from '../support/node.ts';
+import { entryArgs } from '../support/entry.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -221,12 +221,9 @@ export async function appSays(port: number): Promise<any> {
   }
 }
 
-/** Run the real entry point (`npm run deployer` runs `tsx core/cli/deployer.ts`) as its own process. */
+/** Run the real entry point (`npm run deployer` runs `dist/core/cli/deployer.js`) as its own process, from any cwd. */
 export function runCli(env: Record<string, string>, cwd = REPO_ROOT) {
-  // `node --import tsx` as one process (tsx's own cli would put a wrapper in between, which a SIGKILL
-  // would take down without the service); the loader by path, so any cwd works.
-  const loader = pathToFileURL(path.join(REPO_ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
-  const child = spawn(process.execPath, ['--import', loader, path.join(REPO_ROOT, 'core/cli/deployer.ts')], {
+  const child = spawn(process.execPath, entryArgs('deployer'), {
     cwd,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -16,6 +16,7 @@ import { fetchAnswer, tempDir, type Answer } from '../support/node.ts';
 import { activity, assertMatchesDaemon, walletAddresses } from './support.ts';
 import { explorerConfig, explorerManifests, httpReader, synced, until } from './node.ts';
 import { nodeStoreKind, prepareIndex } from './stores.ts';
+import { entryArgs } from '../support/entry.ts';
 
 const kind = nodeStoreKind();
 describe(`explorer survives kill -9 of the node while indexing (${kind.name} store)`, function () {
@@ -51,7 +52,7 @@ describe(`explorer survives kill -9 of the node while indexing (${kind.name} sto
     // Small look-ahead: many short runs, so a kill lands in the middle of one.
     const config = { manifestsDir, watch: false, log: { level: 'silent' }, ...explorerConfig(ltc, { prefetch: 3, store: kind.nodeConfig('kill') }) };
     fs.writeFileSync(configFile, JSON.stringify(config));
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+    child = spawn(process.execPath, entryArgs('node'), {
       cwd: REPO_ROOT,
       env: { ...process.env, CORENODE_CONFIG: configFile, CORENODE_PORT: String(port), CORENODE_DATA_DIR: dataDir },
       stdio: ['ignore', 'ignore', 'inherit'],

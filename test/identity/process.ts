@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { Client, eventually } from './client.ts';
+import { entryArgs } from '../support/entry.ts';
 
 export interface NodeProcess {
   child: ChildProcess;
@@ -85,7 +86,7 @@ export async function spawnNode(opts: SpawnOptions = {}): Promise<NodeProcess & 
   const env: NodeJS.ProcessEnv = { ...process.env, CORENODE_CONFIG: configFile };
   delete env.CORENODE_PORT;
   delete env.CORENODE_DATA_DIR;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+  const child = spawn(process.execPath, entryArgs('node'), {
     cwd: REPO_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -12,6 +12,7 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { fetchAnswer, type TestNode } from '../support/node.ts';
 import { bitcoinWallet, login } from '../support/wallets.ts';
 import { err, ok, tmp, waitFor } from './support.ts';
+import { entryArgs } from '../support/entry.ts';
 
 describe('graceful restart under a supervisor (real node process)', function () {
   this.timeout(120_000);
@@ -26,7 +27,7 @@ describe('graceful restart under a supervisor (real node process)', function () 
   function supervise(config: string) {
     if (stopping) return;
     starts++;
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+    child = spawn(process.execPath, entryArgs('node'), {
       cwd: REPO_ROOT,
       env: { ...process.env, CORENODE_CONFIG: config },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { fetchAnswer, type Answer, type TestNode, SAFE_NODE } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
+import { entryArgs } from '../support/entry.ts';
 
 export interface ClusterNode {
   i: number;
@@ -76,7 +77,7 @@ export class Cluster {
   }
 
   start(n: ClusterNode) {
-    n.child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+    n.child = spawn(process.execPath, entryArgs('node'), {
       cwd: REPO_ROOT,
       env: { ...process.env, CORENODE_CONFIG: n.configFile },
       stdio: ['ignore', 'ignore', process.env.TEST_LOG ? 'inherit' : 'ignore'],

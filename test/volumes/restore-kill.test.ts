@@ -15,6 +15,7 @@ import { eventually } from '../support/wait.ts';
 import { login } from '../support/wallets.ts';
 import { tgz } from './archives.ts';
 import { containerRunning, freeTestPort, startWorld, type VolumesWorld } from './support.ts';
+import { entryArgs } from '../support/entry.ts';
 
 const APP = 'volkill';
 const STAGES = ['fetch', 'extract', 'stop', 'swap', 'swap-in', 'start', 'cleanup'];
@@ -69,7 +70,7 @@ describe('volumes: restore killed with SIGKILL at every stage', function () {
     // JSON is YAML: the config file the node reads.
     fs.writeFileSync(cfgFile, JSON.stringify({ ...baseConfig, volumes, api: { port, host: '127.0.0.1' }, manifestsDir: manifests }));
     const out = fs.openSync(logFile, 'a');
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'core/cli/node.ts'], { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: cfgFile }, stdio: ['ignore', out, out] });
+    const proc = spawn(process.execPath, entryArgs('node'), { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: cfgFile }, stdio: ['ignore', out, out] });
     const exited = new Promise((r) => proc.once('exit', r));
     const url = `http://127.0.0.1:${port}`;
     const c: Child = {
