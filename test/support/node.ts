@@ -38,8 +38,22 @@ export async function fetchAnswer(url: string, init: RequestInit = {}): Promise<
   return { status: res.status, headers: res.headers, text, json };
 }
 
+/** Every temp folder made here, removed when the test process exits (a test that failed midway included). */
+const made: string[] = [];
+process.once('exit', () => {
+  for (const d of made) {
+    try {
+      fs.rmSync(d, { recursive: true, force: true });
+    } catch {
+      // a folder still in use (a mount a failed test left) stays; the rest go
+    }
+  }
+});
+
 export function tempDir(prefix = 'corenode-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  made.push(dir);
+  return dir;
 }
 
 /** A controllable clock for expiry tests. */
