@@ -114,23 +114,13 @@ describe('explorer scanner on a real chain', function () {
       await assertMatchesDaemon(rpc, store);
     });
 
-    /** A fault hook that simulates a crash the first time the index reaches `step`. */
-    const crashOnceAt = (step: string) => {
-      let armed = true;
-      return (s: string) => {
-        if (armed && s === step) {
-          armed = false;
-          throw new Error(`simulated crash after ${s}`);
-        }
-      };
-    };
 
     for (const step of ['journal', 'spent', 'added', 'tip'] as const) {
       it(`recovers from a crash after the "${step}" write of a run: nothing lost, nothing counted twice`, async () => {
         const file = `crash-${step}`;
         await kind.copy('main', file);
         for (let i = 0; i < 3; i++) await activity(ltc, addrs, 300 + i);
-        const crashing = await openIndex(ltc, kind, file, { faultAt: crashOnceAt(step) });
+        const crashing = await openIndex(ltc, kind, file, { fault: { step } });
         await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
         // A new process: the same index read again.
         const { scanner, store } = await openIndex(ltc, kind, file);
@@ -151,7 +141,7 @@ describe('explorer scanner on a real chain', function () {
         await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 1])]);
         await activity(ltc, addrs, 400, addrs[2]);
         await ltc.mine(2, addrs[1]);
-        const crashing = await openIndex(ltc, kind, file, { faultAt: crashOnceAt(step) });
+        const crashing = await openIndex(ltc, kind, file, { fault: { step } });
         await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
         const { scanner, store } = await openIndex(ltc, kind, file);
         await scanner.catchUp();
