@@ -1,13 +1,14 @@
 /**
- * kill -9 while indexing: the node runs as a child process (`tsx core/cli/node.ts`, as `npm start` runs
- * it) over a chain of ~1,600 blocks, is SIGKILLed several times while its scanned height climbs, and is
+ * kill -9 while indexing: the node runs as a child process started as `npm start` starts it (node on the
+ * compiled dist/, built first when stale: so the SQLite store's writer thread runs from its compiled module
+ * too, and is killed with the process mid-write) over a chain of ~1,600 blocks, is SIGKILLed several times while its scanned height climbs, and is
  * started again on the same data dir. At the end every address's balance, unspent outputs and transaction
  * list (read through the HTTP routes) equal the daemon's: nothing lost, nothing counted twice. On the default
  * store: that every store keeps a run whole or not at all, wherever it is cut, is the store contract's crash
  * tests (a throw after each write step, both stores, scanner.test.ts and store.test.ts).
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
@@ -36,6 +37,9 @@ describe(`explorer survives kill -9 of the node while indexing (${kind.name} sto
       await ltc.mine(250, addrs[round % addrs.length]);
     }
     dataDir = tempDir('corenode-explorer-kill-');
+    // What `npm start` does before it starts the node (scripts/launch.mjs), here so no kill lands in a build.
+    const built = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 });
+    assert.equal(built.status, 0, `build: ${built.stderr}`);
     manifestsDir = explorerManifests();
   });
   after(async () => {
@@ -51,7 +55,7 @@ describe(`explorer survives kill -9 of the node while indexing (${kind.name} sto
     // Small look-ahead: many short runs, so a kill lands in the middle of one.
     const config = { manifestsDir, watch: false, log: { level: 'silent' }, ...explorerConfig(ltc, { prefetch: 3, store: kind.nodeConfig('kill') }) };
     fs.writeFileSync(configFile, JSON.stringify(config));
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'core/cli/node.ts')], {
+    child = spawn(process.execPath, ['--max-semi-space-size=2', 'scripts/launch.mjs', 'dist/core/cli/node.js'], {
       cwd: REPO_ROOT,
       env: { ...process.env, CORENODE_CONFIG: configFile, CORENODE_PORT: String(port), CORENODE_DATA_DIR: dataDir },
       stdio: ['ignore', 'ignore', 'inherit'],

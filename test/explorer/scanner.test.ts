@@ -129,6 +129,22 @@ describe('explorer scanner on a real chain', function () {
       });
     }
 
+    if (kind.name === 'sqlite')
+      it('a writer thread that dies mid-run fails the run with a clear error; the same scanner then recovers', async () => {
+        const file = 'crash-thread';
+        await kind.copy('main', file);
+        for (let i = 0; i < 3; i++) await activity(ltc, addrs, 500 + i);
+        // Small runs, several in flight: the thread dies in the second transaction, with runs queued behind it.
+        const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1 });
+        await scanner.open();
+        const before = store.tip()!.height;
+        await assert.rejects(scanner.catchUp(), /explorer index writer thread failed: simulated crash after added/);
+        const after = store.tip()!.height;
+        assert.ok(after > before && after < (await ltc.rpc.call<number>('getblockcount')), `the tip is the last transaction committed (${before} -> ${after})`);
+        await scanner.catchUp();
+        await assertMatchesDaemon(ltc.rpc, store);
+      });
+
     for (const step of ['undo-marked', 'reverted'] as const) {
       it(`recovers from a crash during a reorg's undo ("${step}")`, async () => {
         const file = `crash-${step}`;
