@@ -4,7 +4,6 @@
  * (`lowestUndoTarget`) and the bookkeeping after a run or an undo are the same whatever holds the rows, so
  * they live here once (the SQLite and PostgreSQL stores each had a copy).
  */
-import type { BlockUndo } from './plan.ts';
 import { IndexInconsistentError, type Tip } from './store.ts';
 
 export interface Head {
@@ -68,7 +67,7 @@ export class KeptBlocks {
   }
 
   /** A run was committed: its blocks are kept, the tip is its last, records beyond the undo depth are gone. */
-  applied(undo: BlockUndo[]): void {
+  applied(undo: Head[]): void {
     const last = undo.at(-1);
     if (!last) return;
     this.current = { height: last.height, hash: last.hash };
@@ -81,7 +80,7 @@ export class KeptBlocks {
   }
 
   /** The tip block was undone and committed. */
-  undone(j: BlockUndo): void {
+  undone(j: Head): void {
     this.current = { height: j.height - 1, hash: j.prev };
     this.recent.delete(j.height);
   }

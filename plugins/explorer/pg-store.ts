@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { KeptBlocks } from './kept-blocks.ts';
 import { addBalances, assertExtends, hex, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
-import { IndexInconsistentError, type ExplorerStore, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor, type WriteStep } from './store.ts';
+import { IndexInconsistentError, type ExplorerStore, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor, faultHook, type Fault } from './store.ts';
 
 // pg loads when a PostgreSQL store is opened, not with the plugin: imported eagerly it cost every node
 // about 9 MB of idle RSS and 75 ms of CPU at start (measured), and the default store is SQLite.
@@ -25,7 +25,8 @@ export interface PgStoreOptions {
   undoDepth: number;
   /** Connections kept: one for the writer, the rest for concurrent reads. */
   poolSize?: number;
-  faultAt?: (step: WriteStep) => void;
+  /** Test hook: a simulated crash after a write step (see Fault). */
+  fault?: Fault;
 }
 
 /** 2: the running balance per address (`explorer_balance`); an index of schema 1 gets it at open. */
@@ -97,8 +98,12 @@ export class PgExplorerStore implements ExplorerStore {
   /** One write at a time from this node (the advisory lock orders nodes). */
   private writing: Promise<unknown> = Promise.resolve();
 
+  /** Counts write steps across runs, so a test's fault strikes once at the nth. */
+  private readonly fault: ReturnType<typeof faultHook>;
+
   constructor(private readonly opts: PgStoreOptions) {
     this.kept = new KeptBlocks(opts.undoDepth);
+    this.fault = faultHook(opts.fault);
   }
 
   private get db(): pg.Pool {
@@ -203,7 +208,7 @@ export class PgExplorerStore implements ExplorerStore {
     if (!blocks.length) return Promise.resolve();
     return this.serial(async () => {
       assertExtends(this.kept.tip(), blocks);
-      const fault = this.opts.faultAt ?? (() => {});
+      const fault = this.fault;
       const last = blocks.at(-1)!;
       const plan = await this.tx(async (c, stored) => {
         await this.checkTip(c, stored);
@@ -246,7 +251,7 @@ export class PgExplorerStore implements ExplorerStore {
   undoTip(): Promise<void> {
     return this.serial(async () => {
       const tip = this.kept.undoable();
-      const fault = this.opts.faultAt ?? (() => {});
+      const fault = this.fault;
       const j = await this.tx(async (c, stored) => {
         await this.checkTip(c, stored);
         const r = (await c.query<{ height: number; hash: string; prev: string; undo: string }>('SELECT * FROM explorer_journal WHERE height = $1', [tip.height])).rows[0];

@@ -64,6 +64,20 @@ export function assertExtends(tip: { height: number; hash: string } | null, bloc
  * in any order and leave out the unknown ones).
  */
 export async function planRun(blocks: ParsedBlock[], lookup: (keys: OutPoint[]) => Utxo[] | Promise<Utxo[]>): Promise<Run> {
+  const p = collect(blocks);
+  return finish(p, p.outside.length ? await lookup(p.outside.map((x) => x.key)) : []);
+}
+
+/** The same with a synchronous lookup (SQLite: inside the run's transaction, which cannot await). */
+export function planRunSync(blocks: ParsedBlock[], lookup: (keys: OutPoint[]) => Utxo[]): Run {
+  const p = collect(blocks);
+  return finish(p, p.outside.length ? lookup(p.outside.map((x) => x.key)) : []);
+}
+
+type Collected = ReturnType<typeof collect>;
+
+/** What the run's own blocks say, before the outputs of earlier runs that it spends are known. */
+function collect(blocks: ParsedBlock[]) {
   const created = new Map<string, Utxo>();
   const undo: BlockUndo[] = [];
   const entries: Map<string, TxEntry>[] = [];
@@ -100,10 +114,14 @@ export async function planRun(blocks: ParsedBlock[], lookup: (keys: OutPoint[]) 
     entries.push(txs);
     adds.push(added);
   });
+  return { created, undo, entries, adds, outside };
+}
 
+/** The plan, given the outputs of earlier runs (`found`: those of `p.outside` the store holds). */
+function finish({ created, undo, entries, adds, outside }: Collected, found: Utxo[]): Run {
   const removed: Utxo[] = [];
   if (outside.length) {
-    const held = new Map((await lookup(outside.map((x) => x.key))).map((u) => [outKey(u), u]));
+    const held = new Map(found.map((u) => [outKey(u), u]));
     for (const x of outside) {
       const u = held.get(outKey(x.key));
       if (!u) continue;

@@ -57,10 +57,41 @@ export type UtxoCursor = Pick<Utxo, 'height' | 'txid' | 'vout'>;
 /** The last transaction of a page (listed newest first: height descending, then txid). */
 export type TxCursor = TxRef;
 
-/** A write step, for the crash tests: each store calls its `faultAt` hook after it, inside the run's transaction. */
+/** A write step, for the crash tests: each store checks its `fault` after it, inside the run's transaction. */
 export type WriteStep = 'journal' | 'spent' | 'added' | 'tip' | 'undo-marked' | 'reverted';
 
+/**
+ * A simulated crash, for the tests. Data rather than a function, so it can cross to the SQLite writer
+ * thread: the `nth` time (default 1) a write reaches `step`, it fails there, inside its transaction.
+ * `throw` (default): an error, as from a full disk; `die` (SQLite only): the writer thread dies of an
+ * uncaught error there, as from a bug.
+ */
+export interface Fault {
+  step: WriteStep;
+  nth?: number;
+  how?: 'throw' | 'die';
+}
+
+/** An uncaught error of the writer thread (Fault `die`): not caught by its message loop. */
+export class SimulatedDeath extends Error {}
+
+/** The check a store runs after each write step: throws where `fault` says (never without one). */
+export function faultHook(fault: Fault | undefined): (step: WriteStep) => void {
+  if (!fault) return () => {};
+  let seen = 0;
+  return (step) => {
+    if (step !== fault.step || ++seen !== (fault.nth ?? 1)) return;
+    const msg = `simulated crash after ${step}`;
+    throw fault.how === 'die' ? new SimulatedDeath(msg) : new Error(msg);
+  };
+}
+
 export interface ExplorerStore {
+  /**
+   * Runs the scanner may hand to `applyBlocks` before the earlier ones are written (default 1): the store
+   * applies them in order, each on top of the one before, and fails the later ones when one fails.
+   */
+  readonly runsAhead?: number;
   /** Load and finish or undo a block that a crash left half-applied; returns the scanned tip. */
   open(): Promise<Tip | null>;
   /** The last block applied as a whole (null: nothing indexed). */

@@ -1,6 +1,7 @@
 /**
- * kill -9 while indexing: the node runs as a child process (`tsx core/cli/node.ts`, as `npm start` runs
- * it) over a chain of ~1,600 blocks, is SIGKILLed several times while its scanned height climbs, and is
+ * kill -9 while indexing: the node runs as a child process started as `npm start` starts it (node on the
+ * compiled dist/, built first when stale: so the SQLite store's writer thread runs from its compiled module
+ * too, and is killed with the process mid-write) over a chain of ~1,600 blocks, is SIGKILLed several times while its scanned height climbs, and is
  * started again on the same data dir. At the end every address's balance, unspent outputs and transaction
  * list (read through the HTTP routes) equal the daemon's: nothing lost, nothing counted twice. On the default
  * store: that every store keeps a run whole or not at all, wherever it is cut, is the store contract's crash

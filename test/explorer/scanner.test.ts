@@ -114,23 +114,13 @@ describe('explorer scanner on a real chain', function () {
       await assertMatchesDaemon(rpc, store);
     });
 
-    /** A fault hook that simulates a crash the first time the index reaches `step`. */
-    const crashOnceAt = (step: string) => {
-      let armed = true;
-      return (s: string) => {
-        if (armed && s === step) {
-          armed = false;
-          throw new Error(`simulated crash after ${s}`);
-        }
-      };
-    };
 
     for (const step of ['journal', 'spent', 'added', 'tip'] as const) {
       it(`recovers from a crash after the "${step}" write of a run: nothing lost, nothing counted twice`, async () => {
         const file = `crash-${step}`;
         await kind.copy('main', file);
         for (let i = 0; i < 3; i++) await activity(ltc, addrs, 300 + i);
-        const crashing = await openIndex(ltc, kind, file, { faultAt: crashOnceAt(step) });
+        const crashing = await openIndex(ltc, kind, file, { fault: { step } });
         await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
         // A new process: the same index read again.
         const { scanner, store } = await openIndex(ltc, kind, file);
@@ -138,6 +128,22 @@ describe('explorer scanner on a real chain', function () {
         await assertMatchesDaemon(ltc.rpc, store);
       });
     }
+
+    if (kind.name === 'sqlite')
+      it('a writer thread that dies mid-run fails the run with a clear error; the same scanner then recovers', async () => {
+        const file = 'crash-thread';
+        await kind.copy('main', file);
+        for (let i = 0; i < 3; i++) await activity(ltc, addrs, 500 + i);
+        // Small runs, several in flight: the thread dies in the second transaction, with runs queued behind it.
+        const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1 });
+        await scanner.open();
+        const before = store.tip()!.height;
+        await assert.rejects(scanner.catchUp(), /explorer index writer thread failed: simulated crash after added/);
+        const after = store.tip()!.height;
+        assert.ok(after > before && after < (await ltc.rpc.call<number>('getblockcount')), `the tip is the last transaction committed (${before} -> ${after})`);
+        await scanner.catchUp();
+        await assertMatchesDaemon(ltc.rpc, store);
+      });
 
     for (const step of ['undo-marked', 'reverted'] as const) {
       it(`recovers from a crash during a reorg's undo ("${step}")`, async () => {
@@ -151,7 +157,7 @@ describe('explorer scanner on a real chain', function () {
         await rpc.call('invalidateblock', [await rpc.call<string>('getblockhash', [tip - 1])]);
         await activity(ltc, addrs, 400, addrs[2]);
         await ltc.mine(2, addrs[1]);
-        const crashing = await openIndex(ltc, kind, file, { faultAt: crashOnceAt(step) });
+        const crashing = await openIndex(ltc, kind, file, { fault: { step } });
         await assert.rejects(crashing.scanner.catchUp(), /simulated crash/);
         const { scanner, store } = await openIndex(ltc, kind, file);
         await scanner.catchUp();

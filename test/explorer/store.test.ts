@@ -63,14 +63,8 @@ for (const kind of storeKinds())
 
     it('a crash in a long run keeps whole blocks only; the rest then goes on top exactly', async () => {
       const bs = blocks(12);
-      let journals = 0;
       // SQLite splits this run into several transactions: crash in the second. PostgreSQL writes it as one.
-      const nth = kind.name === 'sqlite' ? 2 : 1;
-      const crashing = await kind.make('long', {
-        faultAt: (step) => {
-          if (step === 'journal' && ++journals === nth) throw new Error('simulated crash');
-        },
-      });
+      const crashing = await kind.make('long', { fault: { step: 'journal', nth: kind.name === 'sqlite' ? 2 : 1 } });
       await crashing.open();
       await assert.rejects(crashing.applyBlocks(bs), /simulated crash/);
       await crashing.close();

@@ -12,13 +12,14 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
 import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
-import type { ExplorerStore, WriteStep } from '../../plugins/explorer/store.ts';
+import type { ExplorerStore, Fault } from '../../plugins/explorer/store.ts';
 import { tempDir } from '../support/node.ts';
 import { startPostgres, type Postgres } from './postgres.ts';
 
 export interface StoreOptions {
   undoDepth?: number;
-  faultAt?: (step: WriteStep) => void;
+  /** A simulated crash (data: it crosses to the SQLite store's writer thread). */
+  fault?: Fault;
 }
 
 export interface StoreKind {
@@ -51,7 +52,7 @@ class SqliteKind implements StoreKind {
     return path.join(this.dir, `${name}.sqlite`);
   }
   async make(name: string, opts: StoreOptions = {}) {
-    const s = new SqliteExplorerStore(this.file(name), { undoDepth: opts.undoDepth ?? 1000, faultAt: opts.faultAt });
+    const s = new SqliteExplorerStore(this.file(name), { undoDepth: opts.undoDepth ?? 1000, fault: opts.fault });
     this.made.push(s);
     return s;
   }
@@ -99,7 +100,7 @@ class PostgresKind implements StoreKind {
   }
   async make(name: string, opts: StoreOptions = {}) {
     await this.ensure(name);
-    const s = new PgExplorerStore({ url: this.server!.url(this.db(name)), undoDepth: opts.undoDepth ?? 1000, faultAt: opts.faultAt });
+    const s = new PgExplorerStore({ url: this.server!.url(this.db(name)), undoDepth: opts.undoDepth ?? 1000, fault: opts.fault });
     if (!this.made.has(name)) this.made.set(name, []);
     this.made.get(name)!.push(s);
     return s;
