@@ -13,7 +13,7 @@ import type { InputSpec } from '../http/input.ts';
 
 const SCHEMA_FILE = path.join(REPO_ROOT, 'manifests', 'manifest.schema.json');
 let manifestValidator: ValidateFunction | undefined;
-/** The manifest format's validator, compiled on the first manifest parsed (not at import: before the listener). */
+/** The manifest format's validator, compiled on the first manifest parsed: at import it ran before the node listened, and a node loading only cached manifests never needs it. */
 const validateManifest = () => (manifestValidator ??= createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8'))));
 
 export type Method = 'GET' | 'POST' | 'DELETE' | 'WS' | 'SSE';
