@@ -19,7 +19,8 @@ import { envelope } from './http/reply.ts';
 import { EventBus } from './services/events.ts';
 import { Gates } from './services/gates.ts';
 import { HealthRegistry } from './services/health.ts';
-import { loadManifestDir, type Manifest } from './manifest/parse.ts';
+import { loadManifestDir, type Manifest, type ManifestLookup } from './manifest/parse.ts';
+import { builtManifestCache } from './manifest/cache.ts';
 import { coreServices, type Caller, type Clock, type NodeInfo, type PluginDefinition, type ServiceRef } from './plugin-api.ts';
 import { PluginSet, validatePluginConfig } from './plugins/set.ts';
 import { hostPlugin } from './plugins/host-plugin.ts';
@@ -36,6 +37,8 @@ export interface HostOptions {
   config: NodeConfig;
   clock?: Clock;
   logger?: Logger;
+  /** Manifests already checked (core/manifest/cache.ts); by default the build's, when running the build. */
+  manifestCache?: ManifestLookup;
   /** Called just before any handler runs (tests). */
   onHandler?: (routeId: string, caller: Caller) => void;
 }
@@ -207,7 +210,7 @@ export class Host {
     let table: RouteTable;
     const old = this.table;
     try {
-      const manifests = loadManifestDir(this.config.manifestsDir).filter((m) => m.listener === this.config.listener);
+      const manifests = loadManifestDir(this.config.manifestsDir, this.opts.manifestCache ?? builtManifestCache()).filter((m) => m.listener === this.config.listener);
       const referenced = new Set<string>();
       for (const m of manifests) {
         const other = manifests.find((o) => o.plugin === m.plugin && o !== m);

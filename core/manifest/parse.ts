@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { createAjv } from './schema.ts';
 import { YamlSource } from './yaml-source.ts';
 import { LEVELS, type Level } from '../plugin-api.ts';
@@ -12,7 +12,9 @@ import { REPO_ROOT } from '../paths.ts';
 import type { InputSpec } from '../http/input.ts';
 
 const SCHEMA_FILE = path.join(REPO_ROOT, 'manifests', 'manifest.schema.json');
-const validateManifest = createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8')));
+let manifestValidator: ValidateFunction | undefined;
+/** The manifest format's validator, compiled on the first manifest parsed: at import it ran before the node listened, and a node loading only cached manifests never needs it. */
+const validateManifest = () => (manifestValidator ??= createAjv({ allErrors: false, verbose: true }).compile(JSON.parse(fs.readFileSync(SCHEMA_FILE, 'utf8'))));
 
 export type Method = 'GET' | 'POST' | 'DELETE' | 'WS' | 'SSE';
 export type Parser = 'none' | 'raw' | 'raw-json' | 'json' | 'text' | 'multipart' | 'deferred';
@@ -61,6 +63,16 @@ export interface Manifest {
   routes: RouteSpec[];
   /** The manifest's text, so later checks (a plugin's route data) can name `file:line:column` too. */
   text: string;
+  /**
+   * Set when the manifest came from the build's cache (cache.ts): its route schemas are known to compile,
+   * so each compiles on its route's first request rather than at load.
+   */
+  schemasChecked?: boolean;
+}
+
+/** Parsed manifests by their text (cache.ts). */
+export interface ManifestLookup {
+  lookup(text: string, file: string): Manifest | undefined;
 }
 
 export class ManifestError extends Error {}
@@ -81,8 +93,9 @@ export function parseManifest(text: string, file: string): Manifest {
   const syntax = src.syntaxError();
   if (syntax) throw new ManifestError(syntax);
   const raw = src.doc.toJS();
-  if (!validateManifest(raw)) {
-    const err = pickError(validateManifest.errors!);
+  const validate = validateManifest();
+  if (!validate(raw)) {
+    const err = pickError(validate.errors!);
     const oneOf = (t: string) => `${t.slice(0, t.lastIndexOf(': '))}: must be ${describeOneOf(err.schema)}`;
     throw new ManifestError(src.locate(err, err.keyword === 'oneOf' ? oneOf : undefined));
   }
@@ -97,7 +110,8 @@ export function locateInManifest(m: Manifest, keyPath: (string | number)[], err:
 }
 
 // Every keyword this ajv knows, annotations (`default`, `title`) and the host's own included.
-const keywords = (createAjv({ strict: true }) as unknown as { RULES: { keywords: Record<string, boolean> } }).RULES.keywords;
+let knownKeywords: Record<string, boolean> | undefined;
+const keywords = () => (knownKeywords ??= (createAjv({ strict: true }) as unknown as { RULES: { keywords: Record<string, boolean> } }).RULES.keywords);
 /** Keywords whose value is an object of schemas, a schema, or a list of schemas. */
 const SCHEMA_MAPS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependentSchemas'];
 const SCHEMA_ONE = ['additionalProperties', 'additionalItems', 'contains', 'propertyNames', 'not', 'if', 'then', 'else', 'unevaluatedProperties', 'unevaluatedItems', 'items'];
@@ -129,7 +143,7 @@ function unknownSchemaKeyword(raw: any): { path: (string | number)[]; keyword: s
 function walkSchema(schema: any, at: (string | number)[]): { path: (string | number)[]; keyword: string } | undefined {
   if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return undefined;
   for (const [k, v] of Object.entries(schema)) {
-    if (!Object.hasOwn(keywords, k)) return { path: [...at, k], keyword: k };
+    if (!Object.hasOwn(keywords(), k)) return { path: [...at, k], keyword: k };
     let found: { path: (string | number)[]; keyword: string } | undefined;
     if (SCHEMA_MAPS.includes(k) && v && typeof v === 'object')
       for (const [name, sub] of Object.entries(v)) found ??= walkSchema(sub, [...at, k, name]);
@@ -142,7 +156,7 @@ function walkSchema(schema: any, at: (string | number)[]): { path: (string | num
   return undefined;
 }
 
-export function loadManifestFile(file: string): Manifest {
+export function loadManifestFile(file: string, cache?: ManifestLookup): Manifest {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -151,16 +165,17 @@ export function loadManifestFile(file: string): Manifest {
   }
   // Messages name the file as the operator typed it: relative inside the working folder, else absolute.
   const rel = path.relative(process.cwd(), file);
-  return parseManifest(text, rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : path.resolve(file));
+  const name = rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : path.resolve(file);
+  return cache?.lookup(text, name) ?? parseManifest(text, name);
 }
 
 /** Every `*.yaml` manifest of a folder, in name order; the first bad file fails the whole set. */
-export function loadManifestDir(dir: string): Manifest[] {
+export function loadManifestDir(dir: string, cache?: ManifestLookup): Manifest[] {
   const files = fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
     .sort();
-  return files.map((f) => loadManifestFile(path.join(dir, f)));
+  return files.map((f) => loadManifestFile(path.join(dir, f), cache));
 }
 
 /** A `oneOf` failure says more than its first branch's complaint (`query: must be boolean`). */

@@ -7,9 +7,9 @@
 import type { ValidateFunction } from 'ajv';
 import type { PluginDefinition } from '../plugin-api.ts';
 import { locateInManifest, type Manifest } from './parse.ts';
-import { STRICT_SCHEMAS, createAjv } from './schema.ts';
+import { STRICT_SCHEMAS, lazyAjv } from './schema.ts';
 
-const ajv = createAjv({ ...STRICT_SCHEMAS, verbose: true });
+const ajv = lazyAjv({ ...STRICT_SCHEMAS, verbose: true });
 /** Without a declared schema, a plugin keeps no data on its routes. */
 const NONE = { type: 'object', additionalProperties: false, properties: {} };
 const compiled = new WeakMap<object, ValidateFunction>();
@@ -20,7 +20,7 @@ export function checkRouteData(m: Manifest, def: Pick<PluginDefinition, 'id' | '
   let validate = compiled.get(schema);
   if (!validate) {
     try {
-      validate = ajv.compile(schema);
+      validate = ajv().compile(schema);
     } catch (e) {
       return [`${m.source}: plugin ${def.id} declares a routeData schema that does not compile: ${(e as Error).message}`];
     }

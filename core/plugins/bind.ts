@@ -33,7 +33,7 @@ export function bindManifests(
           throw new Error(`${spec.source}: route ${spec.id} is ${spec.method === 'SSE' || spec.method === 'WS' ? `a ${spec.method} route` : 'an HTTP route'} but handler '${spec.handler}' is a ${handler.kind} handler`);
         used.add(spec.handler);
       }
-      bound.push(bindRoute(spec, handler));
+      bound.push(bindRoute(spec, handler, m.schemasChecked));
     }
     const unused = instance ? Object.keys(instance.handlers).filter((h) => !used.has(h)) : [];
     if (unused.length) {

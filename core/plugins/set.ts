@@ -12,7 +12,7 @@ import type { Manifest } from '../manifest/parse.ts';
 import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api.ts';
 import type { PluginState } from './state.ts';
 import { fromEnvText, type NodeConfig } from '../config.ts';
-import { createAjv, describeError } from '../manifest/schema.ts';
+import { describeError, lazyAjv } from '../manifest/schema.ts';
 import { pluginEntry } from '../paths.ts';
 import { checkRouteData } from '../manifest/route-data.ts';
 
@@ -221,7 +221,7 @@ export function pluginDeps(def: PluginDefinition): string[] {
     .map((ref) => ref.id);
 }
 
-const configAjv = createAjv({ useDefaults: true, verbose: true });
+const configAjv = lazyAjv({ useDefaults: true, verbose: true });
 
 /**
  * A plugin's config section, validated by its configSchema with defaults filled in. Environment variables
@@ -238,7 +238,7 @@ export function validatePluginConfig(def: PluginDefinition, config: NodeConfig, 
     if (v !== undefined && v !== '') section[key] = fromEnvText(name, props[key]?.type, v);
   }
   if (def.configSchema) {
-    const v = configAjv.compile(def.configSchema);
+    const v = configAjv().compile(def.configSchema);
     if (!v(section)) {
       const { path, text } = describeError(def.id, v.errors![0]);
       const byEnv = bound.find(([, key]) => key === path[0]);

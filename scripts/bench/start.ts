@@ -1,5 +1,5 @@
 /**
- * `npm run bench:start [-- --runs 3 --idle 10 --before <git ref>]`: what starting the node costs, three ways, measured in the
+ * `npm run bench:start [-- --runs 3 --idle 10 --before <git ref> --base <git ref>]`: what starting the node costs, three ways, measured in the
  * same run and interleaved so that the machine's load weighs on each alike:
  *
  *   npm start        the command a user types (build check, then node on the compiled JS in dist/)
@@ -55,10 +55,27 @@ function baselinePackage(): string {
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   return dir;
 }
+/**
+ * `--base <git ref>`: that commit's tree, built (its own `npm start`, on its own dist/), as a fourth command
+ * `npm start <ref>`: the same command before a change, measured interleaved with it.
+ */
+function basePackage(ref: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-bench-base-'));
+  execSync(`git -C ${JSON.stringify(ROOT)} archive ${ref} | tar -x -C ${JSON.stringify(dir)}`);
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  execSync(`${JSON.stringify(process.execPath)} scripts/build.mjs`, { cwd: dir, stdio: 'inherit' });
+  return dir;
+}
 const BEFORE = baselinePackage();
-process.on('exit', () => fs.rmSync(BEFORE, { recursive: true, force: true }));
+const baseAt = process.argv.indexOf('--base');
+const BASE = baseAt > 0 ? { ref: process.argv[baseAt + 1], dir: basePackage(process.argv[baseAt + 1]) } : undefined;
+process.on('exit', () => {
+  fs.rmSync(BEFORE, { recursive: true, force: true });
+  if (BASE) fs.rmSync(BASE.dir, { recursive: true, force: true });
+});
 const MODES: Mode[] = [
   { name: 'npm start', command: ['npm', 'start'] },
+  ...(BASE ? [{ name: `base ${BASE.ref.slice(0, 8)}`, command: ['npm', 'start'], cwd: BASE.dir }] : []),
   { name: 'node dist', command: ['node', '--max-semi-space-size=2', 'dist/core/cli/node.js'] },
   { name: 'before: tsx', command: ['npm', 'start'], cwd: BEFORE },
 ];
@@ -157,13 +174,13 @@ async function main() {
   console.log(`bench:start  ${RUNS} run(s) per command, ${IDLE_S} s idle, ${os.cpus().length} cores, load average ${load}; medians\n`);
   const row = (cells: string[]) => console.log(cells.map((c, i) => (i ? c.padStart(i === cells.length - 1 ? 16 : 11) : c.padEnd(13))).join(''));
   row(['command', 'processes', 'total RSS', 'node RSS', 'any answer', 'first 200', 'CPU to 200', 'SIGTERM']);
-  const summary = new Map<string, { rss: number; node: number; ok: number; cpu: number; n: number }>();
+  const summary = new Map<string, { rss: number; node: number; any: number; ok: number; cpu: number; n: number }>();
   for (const m of MODES) {
     const runs = results.get(m.name)!;
     const total = median(runs.map((x) => x.procs.reduce((n, p) => n + p.rss, 0)));
     // The node process is the one that listens: the largest of the tree.
     const node = median(runs.map((x) => Math.max(...x.procs.map((p) => p.rss))));
-    const s = { rss: total, node, ok: median(runs.map((x) => x.okMs)), cpu: median(runs.map((x) => x.cpuMs)), n: median(runs.map((x) => x.procs.length)) };
+    const s = { rss: total, node, any: median(runs.map((x) => x.anyMs)), ok: median(runs.map((x) => x.okMs)), cpu: median(runs.map((x) => x.cpuMs)), n: median(runs.map((x) => x.procs.length)) };
     summary.set(m.name, s);
     const stopped = runs.every((x) => x.leftAfterStop === 0) ? `all exit ${Math.round(median(runs.map((x) => x.stopMs)))}ms` : 'LEFT PROCS';
     row([m.name, String(s.n), `${mb(total)} MB`, `${mb(node)} MB`, `${Math.round(median(runs.map((x) => x.anyMs)))} ms`, `${Math.round(s.ok)} ms`, `${Math.round(s.cpu)} ms`, stopped]);
@@ -179,7 +196,17 @@ async function main() {
     `\nnpm start vs before: processes ${now.n} vs ${before.n}; total RSS ${(now.rss / before.rss).toFixed(2)}x, node RSS ${(now.node / before.node).toFixed(2)}x, ` +
       `first 200 ${(now.ok / before.ok).toFixed(2)}x, CPU to first 200 ${(now.cpu / before.cpu).toFixed(2)}x`,
   );
-  console.log(`goals: npm + one node: ${now.n === 2 ? 'yes' : 'no'}; node under 120 MB idle: ${now.node < 120 * 1048576 ? 'yes' : 'no'}; first 200 within 1 s: ${now.ok <= 1000 ? 'yes' : `no (load average ${load})`}`);
+  if (BASE) {
+    const base = summary.get(`base ${BASE.ref.slice(0, 8)}`)!;
+    console.log(
+      `npm start vs npm start at ${BASE.ref}: node RSS ${(now.node / base.node).toFixed(2)}x, any answer ${(now.any / base.any).toFixed(2)}x, ` +
+        `first 200 ${(now.ok / base.ok).toFixed(2)}x, CPU to first 200 ${(now.cpu / base.cpu).toFixed(2)}x`,
+    );
+  }
+  console.log(
+    `goals: npm + one node: ${now.n === 2 ? 'yes' : 'no'}; node under 120 MB idle: ${now.node < 120 * 1048576 ? 'yes' : 'no'}; ` +
+      `first answer within 1 s: ${now.any <= 1000 ? 'yes' : `no (load average ${load})`} (first 200: ${Math.round(now.ok)} ms)`,
+  );
 }
 
 await main();

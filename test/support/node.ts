@@ -80,6 +80,8 @@ export interface StartOptions {
   /** Copy manifests into a temp folder (tests that change them). */
   manifestsDir?: string;
   watch?: boolean;
+  /** Manifests already checked (core/manifest/cache.ts); none by default. */
+  manifestCache?: import('../../core/manifest/parse.ts').ManifestLookup;
   /** Called just before any handler runs. */
   onHandler?: (routeId: string, caller: import('../../core/plugin-api.ts').Caller) => void;
 }
@@ -123,7 +125,7 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
     },
     'test config',
   );
-  const host = new Host({ config, clock: opts.clock, onHandler: opts.onHandler });
+  const host = new Host({ config, clock: opts.clock, onHandler: opts.onHandler, manifestCache: opts.manifestCache });
   await host.start();
   const port = await host.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
