@@ -470,6 +470,7 @@ describe('deployer deployments (real git, npm and app)', function () {
     await d.github('push', githubPush(repo, slow));
     // The build's innermost process (node -e), the one that outlives npm when the service dies.
     const build = (await waitFor(() => buildPids(env.DEPLOY_ROOT).find((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('node\0-e')), 'the build process'))!;
+    const buildStart = Number(procStat(build)!.start);
     run.child.kill('SIGKILL');
     await run.exited;
     assert.ok(buildPids(env.DEPLOY_ROOT).length > 0, 'the build outlived the killed service');
@@ -485,7 +486,9 @@ describe('deployer deployments (real git, npm and app)', function () {
     }, 'the interrupted commit to deploy again');
     assert.equal(s.failed_commits_count, undefined);
     assert.match((await d.get(`/logs/${slow}-FAILED?format=json`)).json.content, /interrupted: the service stopped during this deployment \(crash\)/);
-    await waitFor(() => buildPids(env.DEPLOY_ROOT).some((p) => p > build), 'the build to run again');
+    // A build process started after the old one (by start time: pids wrap at 32768 here, and a later pid was
+    // seen below the old one in a suite run).
+    await waitFor(() => buildPids(env.DEPLOY_ROOT).some((p) => Number(procStat(p)?.start ?? 0) > buildStart), 'the build to run again');
     run.child.kill('SIGTERM');
     await run.exited;
     const left = buildPids(env.DEPLOY_ROOT).map((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ') + ' ' + fs.readFileSync(`/proc/${p}/stat`, 'utf8'));

@@ -1,8 +1,11 @@
 /**
  * More dockerds in the test's network namespace, one per node that runs an app in the peer tests: with a
  * single dockerd two nodes cannot run the same app (its container names are fixed by the spec). Only the
- * shared test dockerd (test/support/docker.ts) owns the default bridge `docker0`; these start with
- * `--bridge=none` (one `docker0` per namespace) and no iptables, and the node using one is given its own
+ * shared test dockerd (test/support/docker.ts) owns the default bridge `docker0`; each of these gets a bridge
+ * of its own, made here (`--bridge=<name>`). Not `--bridge=none`: a dockerd started so deletes `docker0`,
+ * which made the shared dockerd fail to start when both started at once ("failed to add IPv4 address
+ * 172.17.0.1/16 to bridge: no such device", seen in a suite run) and would take the bridge from under it
+ * otherwise. No iptables; the node using one is given its own
  * `apps.docker.subnetBase` and `publishHost`, so app networks and published ports do not collide. They pull
  * from the shared test registry on 127.0.0.1 (insecure by default for loopback).
  */
@@ -21,13 +24,21 @@ export interface ExtraDockerd {
   stop(): Promise<void>;
 }
 
+let made = 0;
+
 export async function startExtraDockerd(): Promise<ExtraDockerd> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'h17b-dockerd-'));
+  // Interface names are at most 15 characters; the subnet is outside 172.17 and the apps' 172.4x.
+  const n = made++;
+  const bridge = `cnxd${process.pid}x${n}`;
+  await run('ip', ['link', 'add', 'name', bridge, 'type', 'bridge']);
+  await run('ip', ['addr', 'add', `10.251.${((process.pid % 100) * 2 + n) % 250}.1/24`, 'dev', bridge]);
+  await run('ip', ['link', 'set', bridge, 'up']);
   const socketPath = path.join(root, 'docker.sock');
   const log = fs.openSync(path.join(root, 'dockerd.log'), 'a');
   const child: ChildProcess = spawn(
     'dockerd',
-    [`--data-root=${root}/data`, `--exec-root=${root}/exec`, `--pidfile=${root}/docker.pid`, `--host=unix://${socketPath}`, '--storage-driver=overlay2', '--bridge=none', '--iptables=false', '--ip-forward=false'],
+    [`--data-root=${root}/data`, `--exec-root=${root}/exec`, `--pidfile=${root}/docker.pid`, `--host=unix://${socketPath}`, '--storage-driver=overlay2', `--bridge=${bridge}`, '--iptables=false', '--ip-forward=false'],
     { stdio: ['ignore', log, log] },
   );
   const cli = async (args: string[]) => (await run('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socketPath}` }, maxBuffer: 16 << 20 })).stdout;
@@ -42,6 +53,7 @@ export async function startExtraDockerd(): Promise<ExtraDockerd> {
       await gone;
       clearTimeout(t);
     }
+    await run('ip', ['link', 'del', bridge]).catch(() => undefined);
     fs.rmSync(root, { recursive: true, force: true });
   };
   try {
