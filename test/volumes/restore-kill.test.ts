@@ -20,7 +20,8 @@ import { fetchAnswer, manifestsFor } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
 import { login } from '../support/wallets.ts';
 import { tgz } from './archives.ts';
-import { containerRunning, freeTestPort, startWorld, type VolumesWorld } from './support.ts';
+import { freePort } from '../support/litecoind.ts';
+import { containerRunning, DOCKER_POLL, startWorld, type VolumesWorld } from './support.ts';
 import { entryArgs } from '../support/entry.ts';
 
 const APP = 'volkill';
@@ -72,7 +73,9 @@ describe('volumes: restore killed with SIGKILL at every stage', function () {
   });
 
   async function spawnNode(extra: Record<string, unknown> = {}): Promise<Child> {
-    const port = await freeTestPort();
+    // An ephemeral port, never one of 24500-24999: those are the app's published ports, and one of a stopped
+    // component is free until the component starts again (a child node on it made that start fail).
+    const port = await freePort();
     const cfgFile = path.join(world.dataDir, 'child-node.json');
     const volumes = { ...(baseConfig.volumes as object), ...extra };
     // JSON is YAML: the config file the node reads.
@@ -144,7 +147,7 @@ describe('volumes: restore killed with SIGKILL at every stage', function () {
         if (inside) break;
         assert.ok(attempt < 5, `stage ${stage}: no kill could be placed inside the ${HOLD_MS} ms hold in ${attempt} attempts (${seen})`);
         console.log(`    (stage ${stage}: the kill was not provably inside the stage (${seen}, ${(killedAt - notYetSent).toFixed(0)} ms); again)`);
-        await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'component running before the next attempt', timeoutMs: 60_000 });
+        await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'component running before the next attempt', timeoutMs: 60_000, everyMs: DOCKER_POLL });
       }
       const files = fs.readdirSync(appdata).sort();
       if (SWAPPED.has(stage)) {
@@ -155,7 +158,7 @@ describe('volumes: restore killed with SIGKILL at every stage', function () {
         assert.equal(keep(), 'old data', `killed in ${stage}`);
         assert.deepEqual(files, ['keep.txt', 'old']);
       }
-      await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'component running again', timeoutMs: 60_000 });
+      await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'component running again', timeoutMs: 60_000, everyMs: DOCKER_POLL });
       // The op itself reads Evicted (the node that ran it is gone), and a restore runs again normally.
       assert.equal((await child.get(`/apps/operations/${jobId}`, owner)).json.data.status, 'Evicted');
     });
