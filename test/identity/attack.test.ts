@@ -4,8 +4,12 @@
  * session flooding and restart, login-socket exhaustion. Each checks that the node keeps answering and
  * that its memory (VmRSS / VmHWM from /proc) and data folder stay bounded, and prints its figures.
  *
- * Flood sizes prove the point at a fraction of the issue's (25,000 phrase requests vs 20,000; 10,000
- * replays vs 100,000; 30,000 stored sessions as found) so the area runs in a few minutes on a busy machine.
+ * Flood sizes prove the point at a fraction of the issue's (10,000 phrase requests vs 20,000; 1,000
+ * replays vs 100,000; 900 logins against maxSessions 300; 30,000 stored sessions as found) so the area
+ * runs in a few minutes on a busy machine. What each flood proves is a bound (per address, per body, in
+ * all) and that the node keeps answering; the bound is reached and passed by the same multiple at these
+ * sizes as at the earlier ones (25,000 requests, 5,000 replays, 3,000 logins against 1,000), which cost
+ * ~28 s of the suite's CPU more for no further proof (measured: issue 10).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -56,8 +60,10 @@ describe('identity: attacks on the real node process', function () {
   // One node serves the attacks (each from addresses of its own; starting a node costs seconds here);
   // the restart test starts its own.
   let node: NodeProcess & { startMs: number };
+  /** The session bound of the shared node: the session flood logs in three times as many. */
+  const SESSIONS = 300;
   before(async () => {
-    node = await start({ operator: admin.legacyid, identity: { maxSessions: 1000 } });
+    node = await start({ operator: admin.legacyid, identity: { maxSessions: SESSIONS } });
   });
   after(async () => {
     for (const n of started.splice(0)) {
@@ -68,7 +74,7 @@ describe('identity: attacks on the real node process', function () {
     if (figures.length) console.log('\n  figures (issue 11, identity):\n' + figures.map((f) => '    ' + f).join('\n') + '\n');
   });
 
-  it('phrase flood: 25,000 anonymous phrase requests from 250 addresses; a real user logs in throughout, fetched and emergency phrases survive, memory and disk stay bounded', async () => {
+  it('phrase flood: 10,000 anonymous phrase requests from 100 addresses; a real user logs in throughout, fetched and emergency phrases survive, memory and disk stay bounded', async () => {
     const real = new Client(node.url, '127.0.0.1', 4);
     const baseMb = node.rssMb();
     const diskBefore = node.diskBytes();
@@ -90,7 +96,7 @@ describe('identity: attacks on the real node process', function () {
       }
     })();
     const { peakMb } = await peakDuring(node, async () => {
-      await pool(attackerAddresses(250), 32, async (a) => {
+      await pool(attackerAddresses(100), 32, async (a) => {
         const c = new Client(node.url, a, 1);
         for (let i = 0; i < 100; i++) {
           const r = await c.get(i % 10 ? '/id/loginphrase' : '/id/emergencyphrase');
@@ -103,7 +109,7 @@ describe('identity: attacks on the real node process', function () {
       await realUser;
     });
     // 90 login phrases per address over its 60, and 10 emergency phrases: 70 issued, 30 refused each.
-    assert.deepEqual(Object.fromEntries(outcomes), { issued: 17_500, TooManyPhrases: 7_500 });
+    assert.deepEqual(Object.fromEntries(outcomes), { issued: 7_000, TooManyPhrases: 3_000 });
 
     const user = bitcoinWallet();
     const ok = await real.post('/id/verifylogin', { legacyid: user.legacyid, loginPhrase: fetched, signature: user.sign(fetched) });
@@ -112,7 +118,7 @@ describe('identity: attacks on the real node process', function () {
     assert.equal(em.json.data.privilege, 'admin', `the operator's emergency phrase: ${em.text}`);
     const op = authHeader(admin.legacyid, admin.sign(emergency), emergency);
     const listed = (await real.get('/id/activeloginphrases', { legacyidauth: op })).json.data;
-    assert.equal(listed.length, 17_500 + 2 + attempts, 'every phrase of the last 15 minutes is listed');
+    assert.equal(listed.length, 7_000 + 2 + attempts, 'every phrase of the last 15 minutes is listed');
     real.close();
 
     const diskGrowth = node.diskBytes() - diskBefore;
@@ -120,12 +126,12 @@ describe('identity: attacks on the real node process', function () {
     assert.ok(diskGrowth < 64 * 1024, `the data folder grew ${diskGrowth} bytes`);
     assert.ok(peakMb < baseMb + 150, `resident memory ${baseMb.toFixed(0)} MB -> peak ${peakMb.toFixed(0)} MB`);
     figure(
-      `phrase flood (25,000 requests, 250 addresses): real user ${successes}/${attempts} logins ok during it; fetched + emergency phrase ok after; ` +
+      `phrase flood (10,000 requests, 100 addresses): real user ${successes}/${attempts} logins ok during it; fetched + emergency phrase ok after; ` +
         `RSS ${baseMb.toFixed(0)} MB idle -> ${peakMb.toFixed(0)} MB peak; data folder +${diskGrowth} bytes`,
     );
   });
 
-  it('providesign: the same body replayed 5,000 times stores one record; the node keeps answering', async () => {
+  it('providesign: the same body replayed 1,000 times stores one record; the node keeps answering', async () => {
     const c = new Client(node.url, '127.0.0.2', 16);
     const w = bitcoinWallet();
     const phrase = (await c.get('/id/loginphrase')).json.data;
@@ -134,7 +140,7 @@ describe('identity: attacks on the real node process', function () {
     const baseMb = node.rssMb();
     const { result: ids, peakMb } = await peakDuring(node, async () => {
       const seen = new Set<string>();
-      await pool(Array.from({ length: 5_000 }), 16, async () => seen.add((await c.post('/id/providesign', body)).json.data._id));
+      await pool(Array.from({ length: 1_000 }), 16, async () => seen.add((await c.post('/id/providesign', body)).json.data._id));
       return seen;
     });
     assert.deepEqual([...ids], [first._id]);
@@ -142,10 +148,10 @@ describe('identity: attacks on the real node process', function () {
     c.close();
     const file = path.join(node.dataDir, 'identity', 'signatures.db');
     assert.equal(liveRows(file), 1, 'one record in the file');
-    figure(`providesign replays (5,000): 1 record stored, signatures.db ${fs.statSync(file).size} bytes; RSS ${baseMb.toFixed(0)} -> ${peakMb.toFixed(0)} MB peak`);
+    figure(`providesign replays (1,000): 1 record stored, signatures.db ${fs.statSync(file).size} bytes; RSS ${baseMb.toFixed(0)} -> ${peakMb.toFixed(0)} MB peak`);
   });
 
-  it('session flood: 3,000 throwaway logins against maxSessions 1,000 keep 1,000 sessions and the operator\'s; loggedusers answers a bounded page', async () => {
+  it('session flood: 900 throwaway logins against maxSessions 300 keep 300 sessions and the operator\'s; loggedusers answers a bounded page', async () => {
     const real = new Client(node.url, '127.0.0.3');
     const opPhrase = (await real.get('/id/loginphrase')).json.data;
     const opSig = admin.sign(opPhrase);
@@ -153,7 +159,7 @@ describe('identity: attacks on the real node process', function () {
     const op = authHeader(admin.legacyid, opSig, opPhrase);
     const baseMb = node.rssMb();
     const { peakMb } = await peakDuring(node, () =>
-      pool(attackerAddresses(60, 250), 16, async (a) => {
+      pool(attackerAddresses(18, 250), 16, async (a) => {
         const c = new Client(node.url, a, 1);
         for (let i = 0; i < 50; i++) {
           const w = bitcoinWallet();
@@ -168,13 +174,14 @@ describe('identity: attacks on the real node process', function () {
     assert.equal(page.json.status, 'success', 'the operator\'s session was not evicted');
     assert.equal(page.json.data.length, 100, 'the default page');
     assert.equal(page.json.data[0].legacyid, admin.legacyid);
-    const all = (await real.get('/id/loggedusers?limit=1000&offset=0', { legacyidauth: op })).json.data;
-    const rest = (await real.get('/id/loggedusers?limit=1000&offset=1000', { legacyidauth: op })).json.data;
-    assert.equal(all.length + rest.length, 1000, 'sessions in all: the bound');
+    const all = (await real.get('/id/loggedusers?limit=200&offset=0', { legacyidauth: op })).json.data;
+    const rest = (await real.get('/id/loggedusers?limit=200&offset=200', { legacyidauth: op })).json.data;
+    assert.equal(all.length, 200, 'a full page');
+    assert.equal(all.length + rest.length, SESSIONS, 'sessions in all: the bound');
     real.close();
-    await eventually(() => liveRows(path.join(node.dataDir, 'identity', 'sessions.db')) === 1000, 'evictions written to the store');
+    await eventually(() => liveRows(path.join(node.dataDir, 'identity', 'sessions.db')) === SESSIONS, 'evictions written to the store');
     figure(
-      `session flood (3,000 logins, maxSessions 1,000): 1,000 sessions kept, operator's kept; loggedusers default page ${page.text.length} bytes; ` +
+      `session flood (900 logins, maxSessions 300): 300 sessions kept, operator's kept; loggedusers default page ${page.text.length} bytes; ` +
         `RSS ${baseMb.toFixed(0)} -> ${peakMb.toFixed(0)} MB peak`,
     );
   });

@@ -18,7 +18,7 @@ import { unmountUnder } from '../support/docker.ts';
 import { data, error } from '../apps/support.ts';
 import { eventually } from '../support/wait.ts';
 import { hostileArchives, tgz } from './archives.ts';
-import { containerRunning, settle, startWorld, type VolumesWorld } from './support.ts';
+import { containerRunning, DOCKER_POLL, settle, startWorld, type VolumesWorld } from './support.ts';
 
 const APP = 'volapp';
 const OTHER = 'volother';
@@ -412,7 +412,7 @@ describe('volumes: routes on a real app volume', function () {
     assert.equal(b.result.backups[0].file, 'local/backup_web.tar.gz');
     assert.deepEqual(events.map((e) => e.name), ['volumes.backup.started', 'volumes.backup.finished']);
     assert.deepEqual(events[0].data, { app: APP, component: 'web' });
-    await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'started again', timeoutMs: 30_000 });
+    await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'started again', timeoutMs: 30_000, everyMs: DOCKER_POLL });
     const list = data(await get(`/backup/getlocalbackuplist/local/B/0/true/${APP}`));
     assert.equal(list.length, 1);
     assert.equal(list[0].file, 'local/backup_web.tar.gz');
@@ -430,7 +430,7 @@ describe('volumes: routes on a real app volume', function () {
     assert.equal(fs.readFileSync(path.join(appdata, 'keep.txt'), 'utf8'), 'version 1');
     assert.ok(!fs.existsSync(path.join(appdata, 'added-later.txt')));
     assert.deepEqual(events.map((e) => e.name), ['volumes.restore.started', 'volumes.restore.finished']);
-    await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'running after restore', timeoutMs: 30_000 });
+    await eventually(() => containerRunning(world.docker, `coreweb_${APP}`), { what: 'running after restore', timeoutMs: 30_000, everyMs: DOCKER_POLL });
     // The local archive stays (removed after 24 h); removing it by its derived name.
     data(await get(`/backup/removebackupfile/${enc('local/backup_web.tar.gz')}/${APP}`));
     assert.equal(error(await get(`/backup/removebackupfile/${enc('local/backup_web.tar.gz')}/${APP}`)).code, 404);

@@ -78,6 +78,12 @@ export async function settle(node: AppsNode, started: Answer, headers: Record<st
   );
 }
 
+/**
+ * How often a wait on a container polls: each poll is a `docker` CLI process (tens of ms of CPU with
+ * dockerd's share), so the default 20 ms made a wait of a few seconds cost seconds of CPU (issue 10).
+ */
+export const DOCKER_POLL = 200;
+
 export async function containerRunning(docker: TestDocker, name: string): Promise<boolean> {
   return JSON.parse(await docker.cli(['inspect', name]))[0].State.Running === true;
 }
