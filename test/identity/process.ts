@@ -1,7 +1,8 @@
 /**
- * The real node process for attack tests: `node --import tsx core/cli/node.ts` as a child, configured by a
+ * The real node process for attack tests: `node dist/core/cli/node.js` as a child, configured by a
  * YAML file in a temp folder (CORENODE_CONFIG), so memory figures are the node's own (no tsx launcher
- * between). Only the identity and core plugins run; ports come from 24000-24999.
+ * between). Only the identity and core plugins run; ports come from 24100-24499
+ * (24500-24999 are the volumes tests' app ports, in the same test shard).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -28,11 +29,11 @@ export interface NodeProcess {
 
 let nextPort = 24100 + Math.floor(Math.random() * 400);
 
-/** A free port of the range given to the identity tests (24000-24999). */
+/** A free port of the range given to the identity tests (24100-24499). */
 export async function freePort(): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
     const port = nextPort++;
-    if (nextPort > 24999) nextPort = 24100;
+    if (nextPort > 24499) nextPort = 24100;
     const free = await new Promise<boolean>((resolve) => {
       const s = net.createServer();
       s.once('error', () => resolve(false));
@@ -40,7 +41,7 @@ export async function freePort(): Promise<number> {
     });
     if (free) return port;
   }
-  throw new Error('no free port in 24100-24999');
+  throw new Error('no free port in 24100-24499');
 }
 
 export function tempFolder(): string {
