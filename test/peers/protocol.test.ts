@@ -126,6 +126,25 @@ describe('peer protocol core (in-memory transport, virtual time)', () => {
     assert.equal(c.got.length, 0);
   });
 
+  it('a broadcast made with no link open floods on the first link, also to nodes holding newer messages', async () => {
+    const { sched, make } = world();
+    const a = make(1, { maxClockSkewMs: 60_000 });
+    const b = make(2, { maxClockSkewMs: 60_000 });
+    const c = make(3, { maxClockSkewMs: 60_000 });
+    a.node.broadcast('policy', { v: 1 }); // no link yet: kept, and waiting for one
+    await sched.run(sched.now() + 300_000);
+    await b.node.connect(c.addr);
+    c.node.broadcast('note', { v: 2 });
+    await sched.run(sched.now() + 1_000);
+    assert.deepEqual(b.got.map((m) => m.type), ['note']);
+    // b now asks a only for what was sent since its newest message less the skew margin, after a's policy:
+    // catch-up alone would never bring it. a sends it as gossip when the link opens, and b passes it on to c.
+    await b.node.connect(a.addr);
+    await sched.run(sched.now() + 1_000);
+    assert.deepEqual(b.got.map((m) => m.type).sort(), ['note', 'policy']);
+    assert.deepEqual(c.got.map((m) => m.type), ['policy']);
+  });
+
   it('rate-limits text frames: a flood is dropped, counted and the link closed', async () => {
     const { sched, make } = world();
     const a = make(1, { textPerSecond: 5, textBurst: 5, maxBadFrames: 3 });

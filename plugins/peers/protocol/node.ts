@@ -78,6 +78,8 @@ export class PeerNode {
   readonly known = new Map<string, Known>();
   private readonly seen = new Map<string, number>();
   private readonly kept = new Map<string, Kept>();
+  /** Own broadcasts that found no open link (bounded by how many are kept at all). */
+  private undelivered: { m: string; s: string }[] = [];
   private readonly handlers = new Map<string, Set<(m: Delivered) => void>>();
   private readonly anyHandlers = new Set<(m: Delivered) => void>();
   private readonly banned = new Map<string, number>();
@@ -507,6 +509,9 @@ export class PeerNode {
     this.opens.set(c.addr, (this.opens.get(c.addr) ?? 0) + 1);
     if (this.opens.size > 10_000) this.opens.delete(this.opens.keys().next().value!);
     this.send(c, 'peers', this.report());
+    // Own broadcasts made while no link was open, before the catch-up answer: the peer takes them as new
+    // gossip and passes them on, so they flood as if sent now.
+    for (const u of this.undelivered.splice(0)) this.send(c, 'gossip', { m: u.m, s: u.s, h: 0 } satisfies Gossip);
     // Catch up: ask for what was broadcast since the newest message held here (less a margin for clock skew).
     if (c.direction === 'outbound') {
       let newest = 0;
@@ -574,6 +579,14 @@ export class PeerNode {
       if (c.state !== 'open' || (only && c.direction !== only) || sent.has(c.key)) continue;
       sent.add(c.key);
       this.send(c, 'gossip', { m, s, h: 0 } satisfies Gossip);
+    }
+    // Sent to nobody: it goes out as gossip on the next link that opens (see open()). Catch-up alone did
+    // not carry it: a peer asks for what was sent since the newest message it holds, and one that got newer
+    // messages from others first never asked for this older one (a node of the peer apps test never got the
+    // network policy its seed had taken before any link was up).
+    if (!sent.size && !only) {
+      this.undelivered.push({ m, s });
+      if (this.undelivered.length > this.cfg.keepMax) this.undelivered.shift();
     }
     return hash;
   }
