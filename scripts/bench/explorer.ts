@@ -8,24 +8,30 @@
  *    the ratio index / fetch (goal >= 0.8), best of ROUNDS.
  * 2. Scale. A synthetic index of OUTPUTS unspent outputs and as many transaction entries (one transaction
  *    per output; one address holds BIG of them (1M, at most half), the rest spread over addresses holding
- *    ~9 each) is written through the store's own batch API (`applyBlocks`, runs of 32 blocks of 1,000
- *    outputs, undo records kept as configured), not through a daemon. Then a node (dist/core/cli/node.js, as
- *    `npm start` runs it; `--launch tsx`: the TypeScript sources) is started on it: time from spawn to the
- *    first answer of /explorer/balance (and the node's log lines on the way), its
- *    RSS while serving, p50/p99 of /explorer/balance and /explorer/utxo for typical addresses over HTTP, and
- *    the big address's transactions listed page by page (cursor, 1,000 a page).
+ *    ~9 each; scripts/bench/explorer-synthetic.ts) is written in bulk (`--build bulk`, the default: sorted
+ *    loads into the store's own tables, indexes made after, minutes at 10M) or through the store's own
+ *    batch API (`--build apply`: `applyBlocks`, runs of 32 blocks of 1,000 outputs; the real write path,
+ *    over an hour at 10M on SQLite), not through a daemon, and checked against the generator (200
+ *    addresses, the big address's balance). Then the store alone, fresh (as after a restart): open,
+ *    balance and utxos p50/p99. Then a node (dist/core/cli/node.js, as `npm start` runs it; `--launch tsx`:
+ *    the TypeScript sources) is started on it: time from spawn to the first answer of /explorer/balance
+ *    (and the node's log lines on the way), its RSS while serving, p50/p99 of /explorer/balance and
+ *    /explorer/utxo for typical addresses over HTTP against /explorer/scannedheight (the in-run baseline),
+ *    and the big address's transactions listed page by page (cursor, 1,000 a page). The machine's load
+ *    average is printed with each figure.
  *
  *   npm run bench:explorer [-- --blocks 2000 --rounds 3 --outputs 10000000 --pg-outputs N --big 1000000
- *                              --stores sqlite,postgres --launch dist|tsx]   (--blocks 0 or --outputs 0 skips a part)
+ *                              --stores sqlite,postgres --launch dist|tsx --build bulk|apply --seed 1
+ *                              --cache-mb N]   (--blocks 0 or --outputs 0 skips a part)
  *
- * Everything lives under /tmp/explorer-bench-* and is removed at the end (the 10M indexes take GBs).
+ * Everything lives under $TMPDIR/explorer-bench-* (the SQLite sorts of a bulk build use $TMPDIR too) and is
+ * removed at the end (the 10M indexes take GBs).
  */
-import { polymod } from '../../plugins/explorer/address.ts';
 // @ts-expect-error: plain JavaScript without declarations
 import { buildIfStale } from '../build.mjs';
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import pg from 'pg';
 import os from 'node:os';
 import path from 'node:path';
 import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
@@ -35,11 +41,12 @@ import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
 import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
 import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
-import type { ExplorerStore, ParsedBlock, Utxo } from '../../plugins/explorer/store.ts';
+import type { ExplorerStore } from '../../plugins/explorer/store.ts';
+import { Synthetic, buildThroughApplyBlocks, bulkPostgres, bulkSqlite, verifyStore } from './explorer-synthetic.ts';
 import { freePort, startLitecoind, type Regtest } from '../../test/support/litecoind.ts';
 import { fetchAnswer } from '../../test/support/node.ts';
 import { explorerManifests } from '../../test/explorer/node.ts';
-import { startPostgres, type Postgres } from '../../test/explorer/postgres.ts';
+import { pgBin, startPostgres, type Postgres } from '../../test/explorer/postgres.ts';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -55,6 +62,24 @@ const PG_OUTPUTS = Number(arg('pg-outputs', String(OUTPUTS)));
 /** Outputs (and transactions) of the one big address (at most half the index). */
 const BIG = Number(arg('big', '1000000'));
 const BUILD_CACHE_MB = Number(arg('build-cache-mb', '256'));
+/** How the synthetic index is written: `bulk` (sorted loads, indexes after: minutes at 10M) or `apply` (the store's applyBlocks, the real write path: small sizes). */
+const BUILD = arg('build', 'bulk');
+/** Seed of the synthetic index and of the addresses asked. */
+const SEED = Number(arg('seed', '1'));
+/** Serving node's SQLite page cache in MB (store.cacheMb; unset: the store's default). */
+const SERVE_CACHE_MB = arg('cache-mb', '');
+/** The one-minute load average of the shared machine, printed with each figure. */
+const load = () => `load ${os.loadavg()[0].toFixed(1)}`;
+/** Addresses asked: a seeded sequence, the same in every run. */
+function sampler(seed: number, count: number) {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % count;
+  };
+}
 const STORES = arg('stores', 'sqlite,postgres').split(',') as Kind[];
 /** How the serving node is started: `dist` (as `npm start` does) or `tsx` (the TypeScript sources compiled at start). */
 const LAUNCH = arg('launch', 'dist');
@@ -181,95 +206,7 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
   }
 }
 
-// --- synthetic index -------------------------------------------------------------------------------------
-
-const CHARSET = 'qpzry9x8gf2tvdw0s3jn54khce6mua7l';
-/** A regtest P2WPKH address (bech32, hrp `rltc`) for a 20-byte program: valid for the daemon. */
-function regtestAddress(program: Buffer): string {
-  const hrp = 'rltc';
-  const data = [0];
-  let acc = 0;
-  let bits = 0;
-  for (const b of program) {
-    acc = (acc << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      bits -= 5;
-      data.push((acc >>> bits) & 31);
-    }
-  }
-  if (bits) data.push((acc << (5 - bits)) & 31);
-  const exp = [...[...hrp].map((c) => c.charCodeAt(0) >> 5), 0, ...[...hrp].map((c) => c.charCodeAt(0) & 31)];
-  const mod = polymod([...exp, ...data, 0, 0, 0, 0, 0, 0]) ^ 1;
-  for (let i = 0; i < 6; i++) data.push((mod >>> (5 * (5 - i))) & 31);
-  return hrp + '1' + data.map((d) => CHARSET[d]).join('');
-}
-
-const PER_BLOCK = 1000;
-const RUN = 32;
-
-/**
- * The synthetic chain: BIG outputs (every k-th) pay the big address, the others ~9 each of the typical ones.
- */
-function synthetic(outputs: number) {
-  const bigCount = Math.min(BIG, Math.floor(outputs / 2));
-  const every = Math.max(2, Math.round(outputs / bigCount));
-  const typicalCount = Math.max(1, Math.floor((outputs - outputs / every) / 9));
-  const program = (i: number) => createHash('sha256').update(`addr${i}`).digest().subarray(0, 20);
-  const big = regtestAddress(program(-1));
-  const addrCache = new Map<number, string>();
-  const typical = (i: number) => {
-    let a = addrCache.get(i);
-    if (!a) {
-      a = regtestAddress(program(i));
-      if (addrCache.size < 2_000_000) addrCache.set(i, a);
-    }
-    return a;
-  };
-  const scripts = new Map<string, string>();
-  const script = (a: string) => {
-    let x = scripts.get(a);
-    if (!x) {
-      x = '0014' + createHash('sha256').update(a).digest('hex').slice(0, 40);
-      if (scripts.size < 2_000_000) scripts.set(a, x);
-    }
-    return x;
-  };
-  function block(h: number, prev: string): ParsedBlock {
-    const outs: Utxo[] = [];
-    for (let i = 0; i < PER_BLOCK; i++) {
-      const n = h * PER_BLOCK + i;
-      if (n >= outputs) break;
-      const address = n % every === 0 ? big : typical((n * 7919) % typicalCount);
-      outs.push({ txid: createHash('sha256').update(`tx${n}`).digest('hex'), vout: 0, address, satoshis: 1000 + (n % 100_000), height: h, scriptPubKey: script(address), coinbase: false });
-    }
-    return { height: h, hash: createHash('sha256').update(`block${h}`).digest('hex'), prev, outputs: outs, spends: [], txCount: outs.length };
-  }
-  return { big, bigCount: Math.ceil(outputs / every), typical, typicalCount, block, blocks: Math.ceil(outputs / PER_BLOCK) };
-}
-
-async function buildSynthetic(store: ExplorerStore, syn: ReturnType<typeof synthetic>): Promise<number> {
-  await store.open();
-  const t0 = performance.now();
-  let prev = '';
-  let next = 10;
-  for (let h = 0; h < syn.blocks; h += RUN) {
-    const run: ParsedBlock[] = [];
-    for (let k = h; k < Math.min(h + RUN, syn.blocks); k++) {
-      const b = syn.block(k, prev);
-      prev = b.hash;
-      run.push(b);
-    }
-    await store.applyBlocks(run);
-    const done = Math.min(h + RUN, syn.blocks) / syn.blocks;
-    if (done * 100 >= next) {
-      console.log(`  ${(done * 100).toFixed(0)}% after ${s1(performance.now() - t0)}`);
-      next += 10;
-    }
-  }
-  await store.close();
-  return performance.now() - t0;
-}
+// --- synthetic index (scripts/bench/explorer-synthetic.ts) -------------------------------------------------
 
 function rssOf(pid: number): { rss: number; hwm: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -280,7 +217,7 @@ function rssOf(pid: number): { rss: number; hwm: number } {
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
 /** A node started on the synthetic index (block processing off: the index is not of the daemon's chain). */
-async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, syn: ReturnType<typeof synthetic>, dir: string) {
+async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, syn: Synthetic, dir: string) {
   const manifestsDir = explorerManifests();
   const dataDir = fs.mkdtempSync(path.join(dir, 'node-'));
   const port = await freePort();
@@ -338,6 +275,7 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       await new Promise((r) => setTimeout(r, 10));
     }
     const startMs = performance.now() - t0;
+    const loadStart = load();
     const rssStart = rssOf(child.pid!);
     const gaps = timeline.map(([ms, msg], i) => ({ gap: ms - (i ? timeline[i - 1][0] : 0), at: ms, msg })).sort((a, b) => b.gap - a.gap);
     const longest = gaps
@@ -360,8 +298,10 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     const balanceFirst: number[] = [];
     const utxoFirst: number[] = [];
     let outs = 0;
+    const next = sampler(SEED * 31 + 13, syn.typicalCount);
+    const loadQueries = load();
     for (let q = 0; q < 1000; q++) {
-      const addr = syn.typical(Math.floor(Math.random() * syn.typicalCount));
+      const addr = syn.typical(next());
       balanceFirst.push((await time(`/explorer/balance?address=${addr}`)).ms);
       utxoFirst.push((await time(`/explorer/utxo?address=${addr}`)).ms);
       baseline.push((await time('/explorer/scannedheight')).ms);
@@ -370,6 +310,8 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       utxo.push(u.ms);
       outs += u.a.json.data.length;
     }
+    const loadAfterQueries = load();
+    const rssQueries = rssOf(child.pid!);
     // The big address: every transaction, a page at a time.
     const pages: number[] = [];
     let listed = 0;
@@ -384,18 +326,20 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
     }
     const listMs = performance.now() - tList;
     const bigBalance = await time(`/explorer/balance?address=${syn.big}`);
+    if (BigInt(bigBalance.a.json.data) !== syn.bigBalance() || listed !== syn.bigCount) throw new Error(`the big address: ${listed} transactions listed (expected ${syn.bigCount}), balance ${bigBalance.a.json.data}`);
     const rss = rssOf(child.pid!);
     const f = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`;
     console.log(
-      `serving (${kind}, ${LAUNCH}): start to first answer ${(startMs / 1000).toFixed(2)} s: code loaded (first log line) at ${(firstLogMs / 1000).toFixed(2)} s, listening with every plugin set up at ${(listeningMs / 1000).toFixed(2)} s (store open ${openMs} ms), then one balance with the daemon's address check`,
+      `serving (${kind}, ${LAUNCH}): start to first answer ${(startMs / 1000).toFixed(2)} s: code loaded (first log line) at ${(firstLogMs / 1000).toFixed(2)} s, listening with every plugin set up at ${(listeningMs / 1000).toFixed(2)} s (store open ${openMs} ms), then one balance with the daemon's address check (${loadStart})`,
     );
     console.log(`  longest gaps between the node's log lines: ${longest}`);
     console.log(`  the node's log lines until then: ${timeline.map(([ms, msg]) => `${(ms / 1000).toFixed(2)} ${msg}`).join(' | ')}`);
-    console.log(`  RSS ${mb(rssStart.rss)} at first answer, ${mb(rss.rss)} after the queries (peak ${mb(rss.hwm)})`);
+    console.log(`  RSS ${mb(rssStart.rss)} at first answer, ${mb(rssQueries.rss)} after the 1000 addresses' queries, ${mb(rss.rss)} after listing the big address (peak ${mb(rss.hwm)})`);
+    console.log(`  queries of 1000 typical addresses (${loadQueries} before, ${loadAfterQueries} after):`);
     console.log(`  HTTP /explorer/scannedheight (baseline: no store read, no address check): ${f(baseline)}`);
     console.log(`  HTTP /explorer/balance, 1000 typical addresses: ${f(balance)} (first ask of each address, the daemon asked once per address form: ${f(balanceFirst)})`);
     console.log(`  HTTP /explorer/utxo, same addresses (${(outs / 1000).toFixed(1)} outputs each): ${f(utxo)} (first ask: ${f(utxoFirst)})`);
-    console.log(`  HTTP /explorer/transactions of the big address: ${listed} entries in ${pages.length} pages of 1000 (cursor) in ${s1(listMs)}; page ${f(pages)}`);
+    console.log(`  HTTP /explorer/transactions of the big address: ${listed} entries in ${pages.length} pages of 1000 (cursor) in ${s1(listMs)}; page ${f(pages)} (${load()})`);
     console.log(`  HTTP /explorer/balance of the big address (${listed} outputs): ${bigBalance.ms.toFixed(0)} ms`);
   } finally {
     child.kill('SIGTERM');
@@ -406,14 +350,15 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
 }
 
 /** The store alone, opened fresh (as after a restart), in this process: p50/p99 of balance and utxos. */
-async function storeLatency(kind: Kind, store: ExplorerStore, syn: ReturnType<typeof synthetic>) {
+async function storeLatency(kind: Kind, store: ExplorerStore, syn: Synthetic) {
   const t0 = performance.now();
   await store.open();
   const openMs = performance.now() - t0;
   const balance: number[] = [];
   const utxos: number[] = [];
+  const next = sampler(SEED * 31 + 11, syn.typicalCount);
   for (let q = 0; q < 2000; q++) {
-    const addr = syn.typical(Math.floor(Math.random() * syn.typicalCount));
+    const addr = syn.typical(next());
     let t = performance.now();
     await store.balance(addr);
     balance.push(performance.now() - t);
@@ -423,22 +368,49 @@ async function storeLatency(kind: Kind, store: ExplorerStore, syn: ReturnType<ty
   }
   await store.close();
   const f = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms, p99 ${pct(xs, 99).toFixed(2)} ms`;
-  console.log(`store (${kind}), fresh instance: open ${openMs.toFixed(0)} ms; balance ${f(balance)}; utxos ${f(utxos)} (2000 random typical addresses)`);
+  console.log(`store (${kind}), fresh instance: open ${openMs.toFixed(0)} ms; balance ${f(balance)}; utxos ${f(utxos)} (2000 random typical addresses; ${load()})`);
 }
 
 async function scale(ltc: Regtest, stores: Stores) {
   for (const kind of STORES) {
     const outputs = kind === 'postgres' ? PG_OUTPUTS : OUTPUTS;
-    const syn = synthetic(outputs);
-    console.log(`\n## Scale (${kind}): ${outputs} outputs + ${outputs} transaction entries (${syn.blocks} blocks; ${syn.typicalCount} typical addresses; one address with ${syn.bigCount})`);
+    const syn = new Synthetic({ outputs, big: BIG, seed: SEED });
+    console.log(`\n## Scale (${kind}): ${outputs} outputs + ${outputs} transaction entries (${syn.blocks} blocks; ${syn.typicalCount} typical addresses; one address with ${syn.bigCount}); build: ${BUILD}`);
     const { store, config, again } = await stores.fresh(kind, BUILD_CACHE_MB);
-    const ms = await buildSynthetic(store, syn);
-    const size = store instanceof SqliteExplorerStore ? `, file ${mb(store.sizeOnDisk())}` : '';
-    console.log(`build (${kind}): ${s1(ms)}, ${Math.round(outputs / (ms / 1000))} outputs/s through applyBlocks${kind === 'sqlite' ? ` (page cache ${BUILD_CACHE_MB} MB)` : ''}${size}`);
+    const t0 = performance.now();
+    const loadBefore = load();
+    const log = (line: string) => console.log(`${line} (${load()})`);
+    if (BUILD === 'apply') {
+      await buildThroughApplyBlocks(store, syn, log);
+      await store.close();
+    } else if (kind === 'sqlite') await bulkSqlite(String(config.path), syn, { undoDepth: 1000, cacheMb: BUILD_CACHE_MB, log });
+    else await bulkPostgres(String(config.url), syn, { undoDepth: 1000, psql: pgBin('psql'), log });
+    const ms = performance.now() - t0;
+    const size = mb(await sizeOnDisk(kind, config, store));
+    console.log(`build (${kind}, ${BUILD}): ${s1(ms)}, ${Math.round(outputs / (ms / 1000))} outputs/s, ${size} on disk (${loadBefore} at start, ${load()} at end)`);
+    // The index is the generator's: 200 typical addresses in full, and the big address's balance.
+    const check = again();
+    await check.open();
+    const next = sampler(SEED * 31 + 7, syn.typicalCount);
+    await verifyStore(check, syn, Array.from({ length: 200 }, next), false);
+    if ((await check.balance(syn.big)) !== syn.bigBalance()) throw new Error('the big address\'s balance differs from the generator\'s');
+    await check.close();
+    console.log(`verified: 200 typical addresses (balance, unspent outputs, transactions) and the big address's balance equal the generator's`);
     await storeLatency(kind, again(), syn);
-    await serve(kind, config, ltc, syn, stores.dir);
-    if (store instanceof SqliteExplorerStore) for (const f of [store.file, `${store.file}-wal`, `${store.file}-shm`]) fs.rmSync(f, { force: true });
+    await serve(kind, SERVE_CACHE_MB ? { ...config, cacheMb: Number(SERVE_CACHE_MB) } : config, ltc, syn, stores.dir);
+    if (kind === 'sqlite') for (const f of [String(config.path), `${config.path}-wal`, `${config.path}-shm`]) fs.rmSync(f, { force: true });
     else await stores.dropDatabase(config);
+  }
+}
+
+async function sizeOnDisk(kind: Kind, config: Record<string, unknown>, store: ExplorerStore): Promise<number> {
+  if (store instanceof SqliteExplorerStore) return store.sizeOnDisk();
+  const c = new pg.Client({ connectionString: String(config.url) });
+  await c.connect();
+  try {
+    return Number((await c.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0].n);
+  } finally {
+    await c.end();
   }
 }
 
