@@ -63,7 +63,15 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   const onAll = async (f: (i: number) => Promise<boolean>) => (await Promise.all(RUNNERS.map(f))).every(Boolean);
 
   before(async () => {
-    [docker, ltc, ...extra] = await Promise.all([ensureDocker(), startLitecoind(), startExtraDockerd(), startExtraDockerd()]) as [TestDocker, Regtest, ...ExtraDockerd[]];
+    // allSettled: when one start fails, the ones that came up are kept for `after` to stop (with
+    // Promise.all a failed dockerd left the litecoind and the extra dockerds running).
+    const [d, l, ...x] = await Promise.allSettled([ensureDocker(), startLitecoind(), startExtraDockerd(), startExtraDockerd()]);
+    const value = <T,>(r: PromiseSettledResult<unknown>) => (r.status === 'fulfilled' ? (r.value as T) : undefined);
+    docker = value<TestDocker>(d)!;
+    ltc = value<Regtest>(l)!;
+    extra = x.map((r) => value<ExtraDockerd>(r)).filter((e): e is ExtraDockerd => !!e);
+    const failed = [d, l, ...x].find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+    if (failed) throw failed.reason;
     await ltc.mine(101);
     rpc = await startCorenodeRpcDouble(ltc);
     rpc.nodeList = [...nodeKeys.map((k, i) => ({ ip: `127.0.0.${2 + i}`, pubkey: k.pubKey })), { ip: '127.0.0.1', pubkey: testKey.pubKey }];
