@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ensureDocker, ensurePrivateRegistry, mountsUnder, unmountUnder, type TestDocker } from '../support/docker.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, signedMessage, startAppsNode, tmp, until, v3Spec, v8Spec, writePolicy, type AppsNode } from './support.ts';
+import { IDLE } from './support.ts';
 
 describe('apps: failures, the policy gate, test installs', function () {
   this.timeout(180_000);
@@ -76,7 +77,7 @@ describe('apps: failures, the policy gate, test installs', function () {
 
   it('a failed pull leaves nothing behind and names the step', async () => {
     const spec = v8Spec(w.owner.legacyid, 'badpull', [
-      component('good', docker.images.busybox, await freeAppPort(), 8080, { commands: ['/bin/sleep', '3600'] }),
+      component('good', docker.images.busybox, await freeAppPort(), 8080, { commands: IDLE }),
       component('bad', `${docker.registry}/corenode-test/nosuchimage:9`, await freeAppPort(), 8080),
     ]);
     await register(spec);
@@ -119,11 +120,11 @@ describe('apps: failures, the policy gate, test installs', function () {
   it('an image of a registry that wants credentials is pulled with the spec\'s repoauth; without them the pull fails', async () => {
     const priv = await ensurePrivateRegistry();
     const port = await freeAppPort();
-    const withAuth = v8Spec(w.owner.legacyid, 'privateok', [component('box', priv.image, port, 8080, { commands: ['/bin/sleep', '3600'], repoauth: priv.repoauth })]);
+    const withAuth = v8Spec(w.owner.legacyid, 'privateok', [component('box', priv.image, port, 8080, { commands: IDLE, repoauth: priv.repoauth })]);
     await register(withAuth);
     const ok = ndjson(await node.get('/apps/testappinstall/privateok', node.headers.coreTeam));
     assert.equal(last(ok).status, 'success', JSON.stringify(ok));
-    const noAuth = v8Spec(w.owner.legacyid, 'privatenone', [component('box', priv.image, port, 8080, { commands: ['/bin/sleep', '3600'] })]);
+    const noAuth = v8Spec(w.owner.legacyid, 'privatenone', [component('box', priv.image, port, 8080, { commands: IDLE })]);
     await register(noAuth);
     const bad = ndjson(await node.get('/apps/testappinstall/privatenone', node.headers.coreTeam));
     assert.equal(last(bad).step, 'pull', JSON.stringify(last(bad)));

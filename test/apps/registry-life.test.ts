@@ -11,6 +11,7 @@ import path from 'node:path';
 import { ensureDocker, ensurePrivateRegistry, type PrivateRegistry, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, pay, probe, signedMessage, startAppsNode, until, v8Spec, type AppsNode } from './support.ts';
+import { IDLE } from './support.ts';
 
 describe('apps: confirmations, sealed repoauth, updates, expiry', function () {
   this.timeout(240_000);
@@ -51,7 +52,7 @@ describe('apps: confirmations, sealed repoauth, updates, expiry', function () {
   const installed = async (name: string) => data(await node.get(`/apps/installedapps/${name}`))[0];
 
   it('a payment makes its message permanent only at minConfirmations (2)', async () => {
-    const privSpec = v8Spec(w.owner.legacyid, 'privapp', [component('box', priv.image, await freeAppPort(), 8080, { commands: ['/bin/sleep', '3600'], repoauth: priv.repoauth })]);
+    const privSpec = v8Spec(w.owner.legacyid, 'privapp', [component('box', priv.image, await freeAppPort(), 8080, { commands: IDLE, repoauth: priv.repoauth })]);
     webPort = await freeAppPort();
     webSpec = v8Spec(w.owner.legacyid, 'webapp', [component('web', docker.images.node, webPort, 8080)]);
     const privHash = await submit(privSpec);

@@ -199,6 +199,12 @@ export async function pay(ltc: Regtest, address: string, coins: number, hash: st
   return ltc.rpc.call<string>('sendrawtransaction', [signed.hex]);
 }
 
+/**
+ * A busybox command that idles and ends at SIGTERM: `sleep` as PID 1 has no default SIGTERM action, so
+ * every stop of it waited out Docker's 10 s grace (10 s of the repoauth test's 10.6 s).
+ */
+export const IDLE = ['/bin/sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
+
 export const freeAppPort = () => freePortIn(23100, 23999);
 /** Host ports of the issue-14 tests (their own range, apart from the other apps tests). */
 export const freeAppPort2 = () => freePortIn(28000, 28999);

@@ -63,7 +63,15 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   const onAll = async (f: (i: number) => Promise<boolean>) => (await Promise.all(RUNNERS.map(f))).every(Boolean);
 
   before(async () => {
-    [docker, ltc, ...extra] = await Promise.all([ensureDocker(), startLitecoind(), startExtraDockerd(), startExtraDockerd()]) as [TestDocker, Regtest, ...ExtraDockerd[]];
+    // allSettled: when one start fails, the ones that came up are kept for `after` to stop (with
+    // Promise.all a failed dockerd left the litecoind and the extra dockerds running).
+    const [d, l, ...x] = await Promise.allSettled([ensureDocker(), startLitecoind(), startExtraDockerd(), startExtraDockerd()]);
+    const value = <T,>(r: PromiseSettledResult<unknown>) => (r.status === 'fulfilled' ? (r.value as T) : undefined);
+    docker = value<TestDocker>(d)!;
+    ltc = value<Regtest>(l)!;
+    extra = x.map((r) => value<ExtraDockerd>(r)).filter((e): e is ExtraDockerd => !!e);
+    const failed = [d, l, ...x].find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+    if (failed) throw failed.reason;
     await ltc.mine(101);
     rpc = await startCorenodeRpcDouble(ltc);
     rpc.nodeList = [...nodeKeys.map((k, i) => ({ ip: `127.0.0.${2 + i}`, pubkey: k.pubKey })), { ip: '127.0.0.1', pubkey: testKey.pubKey }];
@@ -80,14 +88,18 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
         return {
           peers: { nodePrivateKey: nodeKeys[i].secret },
           daemon: { rpc: { url: rpc.url, user: ltc.user, password: ltc.password } },
-          explorer: { pollIntervalMs: 50, retryIntervalMs: 100, prefetch: 8 },
+          // Eight explorers polling one litecoind (through the RPC double in this process) at 50 ms were
+          // 160 idle RPCs a second, the largest share of this file's CPU; a block is seen within 500 ms.
+          explorer: { pollIntervalMs: 500, retryIntervalMs: 100, prefetch: 8 },
           apps: {
             // Own dockerd for nodes 1 and 2; app networks and published ports apart per node.
             docker: { socketPath: i >= 1 && i <= extra.length ? extra[i - 1].socketPath : docker.socketPath, nofile: hardNofile(), subnetBase: `172.${40 + i}` },
             publishHost: `127.0.0.${2 + i}`,
             registryAddress,
             paymentPollMs: 100,
-            reconcileIntervalMs: 200,
+            // Each round lists the containers on a dockerd: only the nodes that run the app need it often
+            // (the five others, on the shared dockerd, never run anything here).
+            reconcileIntervalMs: RUNNERS.includes(i) ? 200 : 5000,
             // Only node 0 gets a policy source (below): the others get the policy from their peers.
             policy: { sources: [], refreshSeconds: 0.2 },
             price: { coinUsd: 1 },
@@ -120,6 +132,22 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
       fs.rmSync(c.root, { recursive: true, force: true });
     }
   });
+
+  /** A peer of the test, listed at 127.0.0.1 (it proves `testKey`), joined to node 3. */
+  async function testPeer(port: number) {
+    const keys = generateKeys();
+    const peer = new PeerNode(keys, wsTransport({ localAddress: '127.0.0.1', maxPayload: 65536, path: '/ws/core', timeoutMs: 5000 }), { ip: '127.0.0.1', port, seeds: [] }, {
+      admission: { proof: (k, nonce) => ({ pubKey: testKey.pubKey, sig: testKey.sign(proofText(k, nonce)) }), admit: async () => ({ ok: true as const, pubKey: '' }) },
+      now: () => Date.now(),
+      setTimer: (fn, ms) => {
+        const t = setTimeout(fn, ms);
+        return { clear: () => clearTimeout(t) };
+      },
+    });
+    assert.equal(await peer.connect(`127.0.0.5:${PORT}`), 'initiated');
+    await eventually(() => peer.outgoing().length === 1, { what: `test peer ${port} joined` });
+    return { peer, keys };
+  }
 
   it('the signed network policy taken on one node reaches the nodes without a source', async () => {
     await eventually(async () => (await Promise.all(n.map(async (x) => (await x.get('/apps/networkpolicy')).json?.data))).every((p) => p?.held === true), {
@@ -177,18 +205,8 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
 
     // A listed peer naming a caller who does not own the app, and one whose command does not prove its
     // origin: refused where the app runs.
-    const keys = generateKeys();
-    const rogue = new PeerNode(keys, wsTransport({ localAddress: '127.0.0.1', maxPayload: 65536, path: '/ws/core', timeoutMs: 5000 }), { ip: '127.0.0.1', port: 25996, seeds: [] }, {
-      admission: { proof: (k, nonce) => ({ pubKey: testKey.pubKey, sig: testKey.sign(proofText(k, nonce)) }), admit: async () => ({ ok: true as const, pubKey: '' }) },
-      now: () => Date.now(),
-      setTimer: (fn, ms) => {
-        const t = setTimeout(fn, ms);
-        return { clear: () => clearTimeout(t) };
-      },
-    });
+    const { peer: rogue, keys } = await testPeer(25996);
     try {
-      assert.equal(await rogue.connect(`127.0.0.5:${PORT}`), 'initiated');
-      await eventually(() => rogue.outgoing().length === 1, { what: 'rogue joined' });
       const results: any[] = [];
       rogue.on('appcommandresult', (m) => results.push(m.payload));
       const sender = { pubKey: testKey.pubKey, ip: '127.0.0.1', sig: testKey.sign(originText(keys.publicKey, '127.0.0.1')) };
@@ -217,6 +235,9 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     const ids = await Promise.all(RUNNERS.map(async (i) => (await inspect(i, `coreapi_${APP}`)).Id as string));
     // Sent from a node that does not run it: the envelope, with the command's id.
     assert.equal((await n[5].get(`/apps/redeploy/${APP}/false/true`, h[5].other)).json.data.code, 401);
+    const { peer: listener } = await testPeer(31995);
+    const outcomes: any[] = [];
+    listener.on('appcommandresult', (m) => outcomes.push(m.payload));
     const r = data(await n[5].get(`/apps/redeploy/${APP}/false/true`, h[5].owner));
     assert.match(r.message, /^Global redeploy of peerglobal sent to the 3 other node\(s\) that run it$/);
     assert.match(r.here.message, /not installed on this node/);
@@ -228,6 +249,12 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
         }),
       { what: 'recreated and running on the three', everyMs: 300 },
     );
+    // A running container is not the end of a redeploy (its record is written after the start): the
+    // appremove below would find a node's install slot still taken (409 Busy) on a loaded machine. The
+    // end is each node's outcome of the command, which the listener heard.
+    await eventually(() => outcomes.filter((o) => o.id === r.commandId).length === RUNNERS.length, { what: 'the redeploy outcome of the three', everyMs: 100 });
+    assert.ok(outcomes.filter((o) => o.id === r.commandId).every((o) => o.ok), JSON.stringify(outcomes));
+    listener.stop();
 
     // Sent from a node that runs it: its own progress stream, whose first line says where the command went.
     assert.equal((await n[0].get(`/apps/appremove/${APP}/false/true`, h[0].other)).json.data.code, 401);
