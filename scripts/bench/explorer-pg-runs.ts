@@ -5,14 +5,13 @@
  *
  *   npx tsx scripts/bench/explorer-pg-runs.ts [--blocks 2000] [--store sqlite]
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
 import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
-import type { ParsedBlock, Utxo } from '../../plugins/explorer/store.ts';
+import { regtestSizedBlocks } from './explorer-blocks.ts';
 import { startPostgres } from '../../test/explorer/postgres.ts';
 
 const arg = (name: string, dflt: string) => {
@@ -22,7 +21,6 @@ const arg = (name: string, dflt: string) => {
 const BLOCKS = Number(arg('blocks', '2000'));
 /** `--store sqlite`: the same runs into the embedded store (its writes are this process's CPU). */
 const STORE = arg('store', 'postgres');
-const h = (s: string) => createHash('sha256').update(s).digest('hex');
 
 const spent: Record<string, { n: number; ms: number }> = {};
 const query = pg.Client.prototype.query as (...a: unknown[]) => Promise<unknown>;
@@ -49,16 +47,7 @@ try {
   await server?.createDatabase('runs');
   const store = server ? new PgExplorerStore({ url: server.url('runs'), undoDepth: 1000 }) : new SqliteExplorerStore(path.join(dir, 'index.sqlite'), { undoDepth: 1000 });
   await store.open();
-  const blocks: ParsedBlock[] = [];
-  let prev = '';
-  for (let k = 0; k < BLOCKS; k++) {
-    const outputs: Utxo[] = [];
-    for (let i = 0; i < 20; i++) outputs.push({ txid: h(`t${k}:${i >> 2}`), vout: i & 3, address: `rltc1q${h(`a${(k * 20 + i) % 997}`).slice(0, 36)}`, satoshis: 1000 + i, height: k, scriptPubKey: '0014' + h(`s${i}`).slice(0, 40), coinbase: false });
-    const spends = k < 40 ? [] : Array.from({ length: 8 }, (_, i) => ({ txid: h(`t${k}:${i >> 1}`), prevTxid: h(`t${k - 40}:${i}`), prevVout: 0 }));
-    const hash = h(`b${k}`);
-    blocks.push({ height: k, hash, prev, outputs, spends, txCount: 6 });
-    prev = hash;
-  }
+  const blocks = regtestSizedBlocks(BLOCKS);
   // The server's CPU time (every process of the cluster: backends, WAL writer, checkpointer) does not depend
   // on how busy the machine is, unlike the wall time.
   const admin = server ? new pg.Client({ connectionString: server.url('runs') }) : null;

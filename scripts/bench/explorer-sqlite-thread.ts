@@ -10,12 +10,11 @@
  * `--ahead N`: runs handed over before the earlier ones are written (N > 1 lets runs queue up in the
  * writer and be committed together, as the scanner does).
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
-import type { ParsedBlock, Utxo } from '../../plugins/explorer/store.ts';
+import { regtestSizedBlocks } from './explorer-blocks.ts';
 
 const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -25,18 +24,8 @@ const BLOCKS = Number(arg('blocks', '4000'));
 const AHEAD = Number(arg('ahead', '1'));
 const ROUNDS = Number(arg('rounds', '3'));
 const RUN = 32;
-const h = (s: string) => createHash('sha256').update(s).digest('hex');
 
-const blocks: ParsedBlock[] = [];
-let prev = '';
-for (let k = 0; k < BLOCKS; k++) {
-  const outputs: Utxo[] = [];
-  for (let i = 0; i < 20; i++) outputs.push({ txid: h(`t${k}:${i >> 2}`), vout: i & 3, address: `rltc1q${h(`a${(k * 20 + i) % 997}`).slice(0, 36)}`, satoshis: 1000 + i, height: k, scriptPubKey: '0014' + h(`s${i}`).slice(0, 40), coinbase: false });
-  const spends = k < 40 ? [] : Array.from({ length: 8 }, (_, i) => ({ txid: h(`t${k}:${i >> 1}`), prevTxid: h(`t${k - 40}:${i}`), prevVout: 0 }));
-  const hash = h(`b${k}`);
-  blocks.push({ height: k, hash, prev, outputs, spends, txCount: 6 });
-  prev = hash;
-}
+const blocks = regtestSizedBlocks(BLOCKS);
 
 const TICK = 100; // USER_HZ
 const mainThreadMs = () => {
