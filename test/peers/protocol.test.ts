@@ -145,6 +145,29 @@ describe('peer protocol core (in-memory transport, virtual time)', () => {
     assert.deepEqual(c.got.map((m) => m.type), ['policy']);
   });
 
+  it('a message that came before any handler of its type is given to the first one registered', async () => {
+    const { sched, make } = world();
+    const a = make(1);
+    const b = make(2);
+    await b.node.connect(a.addr);
+    await sched.run(sched.now() + 1_000);
+    a.node.broadcast('policy', { v: 1 }); // b's plugin has not registered its handler yet
+    await sched.run(sched.now() + 1_000);
+    const late: unknown[] = [];
+    b.node.on('policy', (m) => late.push(m.payload));
+    await Promise.resolve();
+    assert.deepEqual(late, [{ v: 1 }]);
+    // Once only, and not after the first minute: a type nobody handles is not held for ever.
+    const again: unknown[] = [];
+    b.node.on('policy', (m) => again.push(m.payload));
+    await sched.run(sched.now() + 120_000);
+    a.node.broadcast('other', { v: 2 });
+    await sched.run(sched.now() + 1_000);
+    b.node.on('other', (m) => again.push(m.payload));
+    await Promise.resolve();
+    assert.deepEqual(again, []);
+  });
+
   it('rate-limits text frames: a flood is dropped, counted and the link closed', async () => {
     const { sched, make } = world();
     const a = make(1, { textPerSecond: 5, textBurst: 5, maxBadFrames: 3 });
