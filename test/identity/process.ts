@@ -2,7 +2,7 @@
  * The real node process for attack tests: `node dist/core/cli/node.js` as a child, configured by a
  * YAML file in a temp folder (CORENODE_CONFIG), so memory figures are the node's own (no tsx launcher
  * between). Only the identity and core plugins run; ports come from 24100-24499
- * (24500-24999 are the volumes tests' app ports, in the same test shard).
+ * (24500-24999 are the volumes tests' app ports: never the same ones, whichever shard runs which).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
