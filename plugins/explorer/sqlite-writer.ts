@@ -80,7 +80,7 @@ export class SqliteWriter {
       fault('journal');
       for (const u of plan.removed) st.delOutput.run(hex(u.txid), u.vout);
       fault('spent');
-      for (const o of plan.created) st.putOutput.run(hex(o.txid), o.vout, o.address, o.height, o.satoshis, hex(o.scriptPubKey), o.coinbase ? 1 : 0);
+      for (const o of plan.created) this.putUtxo(o);
       for (const t of plan.txs) st.putTx.run(t.address, -t.height, hex(t.txid));
       for (const [a, d] of balances) st.addBalance.run(a, d);
       fault('added');
@@ -120,8 +120,13 @@ export class SqliteWriter {
       if (r) gone.push(r);
     }
     for (const t of j.txs) st.delTx.run(t.address, -j.height, hex(t.txid));
-    for (const o of j.spent) st.putOutput.run(hex(o.txid), o.vout, o.address, o.height, o.satoshis, hex(o.scriptPubKey), o.coinbase ? 1 : 0);
+    for (const o of j.spent) this.putUtxo(o);
     for (const [a, d] of addBalances(addBalances(new Map(), j.spent, 1), gone, -1)) if (d !== 0n) st.addBalance.run(a, d);
+  }
+
+  /** One output row, as a run adds it and an undo puts it back. */
+  private putUtxo(o: Utxo): void {
+    this.st.putOutput.run(hex(o.txid), o.vout, o.address, o.height, o.satoshis, hex(o.scriptPubKey), o.coinbase ? 1 : 0);
   }
 
   close(): void {
