@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
 import { killGroup, procStat } from '../../plugins/deployer/proc.ts';
-import { Repo, appPids, appSays, buildPids, findAppPid, fixture, freePort, runCli, githubExample, githubPush, nodeApp, settled, startDeployer, tempDir, testEnv, waitFor, type TestDeployer } from './support.ts';
+import { Repo, appAnswer, appPids, appSays, buildPids, findAppPid, fixture, freePort, runCli, githubExample, githubPush, nodeApp, settled, startDeployer, tempDir, testEnv, waitFor, type TestDeployer } from './support.ts';
 
 const SECRET = 'deploy-secret';
 
@@ -15,13 +15,14 @@ async function deployer(repo: Repo, extra: Record<string, string> = {}, root = t
   return startDeployer(testEnv(repo, await freePort(), root, { WEBHOOK_SIGNATURE_VERIFY: 'true', WEBHOOK_SECRET: SECRET, ...extra }));
 }
 
-/** Probe the app every 20 ms; `stop` gives the commits it answered (null while down), in order. */
+/** Probe the app every 20 ms; `stop` gives the commits it answered (null while down; a timed-out probe is no answer), in order. */
 function watchApp(port: number) {
   const seen: Array<string | null> = [];
   let on = true;
   const loop = (async () => {
     while (on) {
-      seen.push((await appSays(port))?.commit ?? null);
+      const a = await appAnswer(port);
+      if (a !== 'slow') seen.push(a?.commit ?? null);
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
@@ -189,10 +190,11 @@ describe('deployer deployments (real git, npm and app)', function () {
   it('the DEPLOYMENT_TIMEOUT watchdog stops a hung build (its whole group); the old app never stops', async () => {
     const repo = new Repo();
     const good = repo.commit(nodeApp('good'));
-    // Long enough for the good release on a loaded machine, short for the test.
-    const d = track(await deployer(repo, { DEPLOYMENT_TIMEOUT: '6' }), repo);
+    // Long enough for the good release on a loaded machine (6 s was not, at load 11: npm ci and the health
+    // check of the first release ran out, and the test then saw no app at all), short for the test.
+    const d = track(await deployer(repo, { DEPLOYMENT_TIMEOUT: '15' }), repo);
     await push(d, repo, good);
-    await settled(d);
+    assert.equal((await settled(d)).current_release, `001-${good}`, 'the good release is live before the hung one');
     const hung = repo.commit(nodeApp('hung', { build: 'setTimeout(() => {}, 600000)' }));
     const watch = watchApp(d.appPort);
     await push(d, repo, hung);

@@ -213,11 +213,21 @@ export async function fetchJson(url: string, headers: Record<string, string> = {
 
 /** What the deployed app answers (null when it does not answer). */
 export async function appSays(port: number): Promise<any> {
+  const a = await appAnswer(port);
+  return a === 'slow' ? null : a;
+}
+
+/**
+ * What the deployed app answers: null when it is down (refused, reset, not JSON), 'slow' when it did not
+ * answer within 2 s, which on a loaded machine says nothing either way (a probe of an app that never stopped
+ * timed out at load 11).
+ */
+export async function appAnswer(port: number): Promise<any> {
   try {
     const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
     return await res.json();
-  } catch {
-    return null;
+  } catch (e) {
+    return (e as Error).name === 'TimeoutError' ? 'slow' : null;
   }
 }
 
