@@ -320,19 +320,22 @@ export class PgExplorerStore implements ExplorerStore {
 
   async utxos(address: string, page?: Page<UtxoCursor>): Promise<Utxo[]> {
     const a = page?.after;
-    const r = await this.db.query<Row>(
-      `SELECT * FROM explorer_utxo WHERE address = $1 AND (height, txid, vout) > ($2, $3, $4) ORDER BY address, height, txid, vout LIMIT $5 OFFSET $6`,
-      [address, a ? a.height : -1, a ? hex(a.txid) : Buffer.alloc(0), a ? a.vout : -1, page?.limit ?? null, page?.offset ?? 0],
-    );
+    // Named, as every read here: parsed and planned once per connection, not at every request.
+    const r = await this.db.query<Row>({
+      name: 'explorer_utxos',
+      text: `SELECT * FROM explorer_utxo WHERE address = $1 AND (height, txid, vout) > ($2, $3, $4) ORDER BY address, height, txid, vout LIMIT $5 OFFSET $6`,
+      values: [address, a ? a.height : -1, a ? hex(a.txid) : Buffer.alloc(0), a ? a.vout : -1, page?.limit ?? null, page?.offset ?? 0],
+    });
     return r.rows.map(toUtxo);
   }
 
   async transactions(address: string, page?: Page<TxCursor>): Promise<TxRef[]> {
     const a = page?.after;
-    const r = await this.db.query<{ nheight: number; txid: Buffer }>(
-      `SELECT nheight, txid FROM explorer_tx WHERE address = $1 AND (nheight, txid) > ($2, $3) ORDER BY address, nheight, txid LIMIT $4 OFFSET $5`,
-      [address, a ? -a.height : -2147483647, a ? hex(a.txid) : Buffer.alloc(0), page?.limit ?? null, page?.offset ?? 0],
-    );
+    const r = await this.db.query<{ nheight: number; txid: Buffer }>({
+      name: 'explorer_transactions',
+      text: `SELECT nheight, txid FROM explorer_tx WHERE address = $1 AND (nheight, txid) > ($2, $3) ORDER BY address, nheight, txid LIMIT $4 OFFSET $5`,
+      values: [address, a ? -a.height : -2147483647, a ? hex(a.txid) : Buffer.alloc(0), page?.limit ?? null, page?.offset ?? 0],
+    });
     return r.rows.map((x) => ({ txid: x.txid.toString('hex'), height: -x.nheight }));
   }
 
