@@ -9,7 +9,7 @@ import { explorerPayments } from './api.ts';
 import { explorerHandlers } from './handlers.ts';
 import { createStore, describeStore, retireLegacyIndex, storeConfigSchema, type StoreConfig } from './open-store.ts';
 import { paymentsService } from './payments-service.ts';
-import { Scanner } from './scanner.ts';
+import { BATCH_ROWS, Scanner } from './scanner.ts';
 
 export interface ExplorerConfig {
   startHeight: number;
@@ -17,6 +17,7 @@ export interface ExplorerConfig {
   pollIntervalMs: number;
   retryIntervalMs: number;
   prefetch: number;
+  batchRows: number;
   undoDepth: number;
   /** Entries an answer of /utxo or /transactions holds when the caller gives no `limit` (and the most it may ask). */
   pageLimit: number;
@@ -54,6 +55,7 @@ export default definePlugin({
       pollIntervalMs: { type: 'integer', minimum: 50, maximum: 600_000, default: 5000 },
       retryIntervalMs: { type: 'integer', minimum: 50, maximum: 3_600_000, default: 15_000 },
       prefetch: { type: 'integer', minimum: 1, maximum: 256, default: 32 },
+      batchRows: { type: 'integer', minimum: 1, maximum: 1_000_000, default: BATCH_ROWS },
       undoDepth: { type: 'integer', minimum: 10, maximum: 1_000_000, default: 1000 },
       pageLimit: { type: 'integer', minimum: 1, maximum: 100_000, default: 1000 },
       store: storeConfigSchema,
@@ -70,6 +72,7 @@ export default definePlugin({
       pollMs: cfg.pollIntervalMs,
       retryMs: cfg.retryIntervalMs,
       prefetch: cfg.prefetch,
+      batchRows: cfg.batchRows,
       log: ctx.log,
     });
     // Opened before serving, so reads answer at once; a store that cannot be opened yet (database down) is

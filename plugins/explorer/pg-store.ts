@@ -92,11 +92,23 @@ const outputColumns = (os: Utxo[]) => [
   os.map((o) => o.coinbase),
 ];
 
+/**
+ * Rows the scanner may hand over while a run is written. The runs that queue behind a transaction are
+ * written as one (group commit): a run costs four round trips and one commit whatever its size, and the
+ * server's work per row falls with larger arrays.
+ */
+const ROWS_AHEAD = 20_000;
+
+type Queued = { blocks: ParsedBlock[]; resolve: () => void; reject: (e: unknown) => void };
+
 export class PgExplorerStore implements ExplorerStore {
+  readonly rowsAhead = ROWS_AHEAD;
   private pool: pg.Pool | null = null;
   private readonly kept: KeptBlocks;
   /** One write at a time from this node (the advisory lock orders nodes). */
   private writing: Promise<unknown> = Promise.resolve();
+  /** Runs handed over and not yet in a transaction: the next write takes them all, in order. */
+  private queued: Queued[] = [];
 
   /** Counts write steps across runs, so a test's fault strikes once at the nth. */
   private readonly fault: ReturnType<typeof faultHook>;
@@ -206,46 +218,63 @@ export class PgExplorerStore implements ExplorerStore {
 
   applyBlocks(blocks: ParsedBlock[]): Promise<void> {
     if (!blocks.length) return Promise.resolve();
-    return this.serial(async () => {
-      assertExtends(this.kept.tip(), blocks);
-      const fault = this.fault;
-      const last = blocks.at(-1)!;
-      const plan = await this.tx(async (c, stored) => {
-        await this.checkTip(c, stored);
-        const lookup = async (keys: OutPoint[]) => {
-          const r = await c.query<Row>({
-            // Named: parsed once per connection, not per run.
-            name: 'explorer_lookup',
-            text: `SELECT u.* FROM explorer_utxo u JOIN unnest($1::text[], $2::int[]) AS d(txid, vout) ON u.txid = decode(d.txid, 'hex') AND u.vout = d.vout`,
-            values: [keys.map((k) => k.txid), keys.map((k) => k.vout)],
-          });
-          return r.rows.map(toUtxo);
-        };
-        const plan = await planRun(blocks, lookup);
-        // The whole run in one statement (one round trip): journal records, spent outputs removed, new outputs
-        // and entries, old journal records pruned, the tip moved. Inside the transaction the crash points of
-        // the tests all fall after it (a crash anywhere in the transaction is a rollback).
-        await c.query({ name: 'explorer_write_run', text: WRITE_RUN, values: [
-          plan.undo.map((u) => u.height),
-          plan.undo.map((u) => u.hash),
-          plan.undo.map((u) => u.prev),
-          plan.undo.map(packUndo),
-          plan.removed.map((u) => u.txid),
-          plan.removed.map((u) => u.vout),
-          ...outputColumns(plan.created),
-          plan.txs.map((t) => t.address),
-          plan.txs.map((t) => -t.height),
-          plan.txs.map((t) => t.txid),
-          JSON.stringify({ height: last.height, hash: last.hash }),
-          this.kept.pruneBelow(last.height),
-          [...plan.balances.keys()],
-          [...plan.balances.values()].map(String),
-        ] });
-        for (const step of ['journal', 'spent', 'added', 'tip'] as const) fault(step);
-        return plan;
-      });
-      this.kept.applied(plan.undo);
+    return new Promise((resolve, reject) => {
+      // The first run queued schedules the write that takes every run queued by the time it starts.
+      if (this.queued.push({ blocks, resolve, reject }) === 1) this.serial(() => this.writeQueued()).catch(() => {});
     });
+  }
+
+  /** Write every queued run as one transaction; a failure fails them all (each extends the one before). */
+  private async writeQueued(): Promise<void> {
+    const group = this.queued;
+    this.queued = [];
+    try {
+      await this.writeRun(group.flatMap((q) => q.blocks));
+      for (const q of group) q.resolve();
+    } catch (e) {
+      for (const q of group) q.reject(e);
+    }
+  }
+
+  private async writeRun(blocks: ParsedBlock[]): Promise<void> {
+    assertExtends(this.kept.tip(), blocks);
+    const fault = this.fault;
+    const last = blocks.at(-1)!;
+    const plan = await this.tx(async (c, stored) => {
+      await this.checkTip(c, stored);
+      const lookup = async (keys: OutPoint[]) => {
+        const r = await c.query<Row>({
+          // Named: parsed once per connection, not per run.
+          name: 'explorer_lookup',
+          text: `SELECT u.* FROM explorer_utxo u JOIN unnest($1::text[], $2::int[]) AS d(txid, vout) ON u.txid = decode(d.txid, 'hex') AND u.vout = d.vout`,
+          values: [keys.map((k) => k.txid), keys.map((k) => k.vout)],
+        });
+        return r.rows.map(toUtxo);
+      };
+      const plan = await planRun(blocks, lookup);
+      // The whole run in one statement (one round trip): journal records, spent outputs removed, new outputs
+      // and entries, old journal records pruned, the tip moved. Inside the transaction the crash points of
+      // the tests all fall after it (a crash anywhere in the transaction is a rollback).
+      await c.query({ name: 'explorer_write_run', text: WRITE_RUN, values: [
+        plan.undo.map((u) => u.height),
+        plan.undo.map((u) => u.hash),
+        plan.undo.map((u) => u.prev),
+        plan.undo.map(packUndo),
+        plan.removed.map((u) => u.txid),
+        plan.removed.map((u) => u.vout),
+        ...outputColumns(plan.created),
+        plan.txs.map((t) => t.address),
+        plan.txs.map((t) => -t.height),
+        plan.txs.map((t) => t.txid),
+        JSON.stringify({ height: last.height, hash: last.hash }),
+        this.kept.pruneBelow(last.height),
+        [...plan.balances.keys()],
+        [...plan.balances.values()].map(String),
+      ] });
+      for (const step of ['journal', 'spent', 'added', 'tip'] as const) fault(step);
+      return plan;
+    });
+    this.kept.applied(plan.undo);
   }
 
   undoTip(): Promise<void> {
@@ -291,19 +320,22 @@ export class PgExplorerStore implements ExplorerStore {
 
   async utxos(address: string, page?: Page<UtxoCursor>): Promise<Utxo[]> {
     const a = page?.after;
-    const r = await this.db.query<Row>(
-      `SELECT * FROM explorer_utxo WHERE address = $1 AND (height, txid, vout) > ($2, $3, $4) ORDER BY address, height, txid, vout LIMIT $5 OFFSET $6`,
-      [address, a ? a.height : -1, a ? hex(a.txid) : Buffer.alloc(0), a ? a.vout : -1, page?.limit ?? null, page?.offset ?? 0],
-    );
+    // Named, as every read here: parsed and planned once per connection, not at every request.
+    const r = await this.db.query<Row>({
+      name: 'explorer_utxos',
+      text: `SELECT * FROM explorer_utxo WHERE address = $1 AND (height, txid, vout) > ($2, $3, $4) ORDER BY address, height, txid, vout LIMIT $5 OFFSET $6`,
+      values: [address, a ? a.height : -1, a ? hex(a.txid) : Buffer.alloc(0), a ? a.vout : -1, page?.limit ?? null, page?.offset ?? 0],
+    });
     return r.rows.map(toUtxo);
   }
 
   async transactions(address: string, page?: Page<TxCursor>): Promise<TxRef[]> {
     const a = page?.after;
-    const r = await this.db.query<{ nheight: number; txid: Buffer }>(
-      `SELECT nheight, txid FROM explorer_tx WHERE address = $1 AND (nheight, txid) > ($2, $3) ORDER BY address, nheight, txid LIMIT $4 OFFSET $5`,
-      [address, a ? -a.height : -2147483647, a ? hex(a.txid) : Buffer.alloc(0), page?.limit ?? null, page?.offset ?? 0],
-    );
+    const r = await this.db.query<{ nheight: number; txid: Buffer }>({
+      name: 'explorer_transactions',
+      text: `SELECT nheight, txid FROM explorer_tx WHERE address = $1 AND (nheight, txid) > ($2, $3) ORDER BY address, nheight, txid LIMIT $4 OFFSET $5`,
+      values: [address, a ? -a.height : -2147483647, a ? hex(a.txid) : Buffer.alloc(0), page?.limit ?? null, page?.offset ?? 0],
+    });
     return r.rows.map((x) => ({ txid: x.txid.toString('hex'), height: -x.nheight }));
   }
 

@@ -88,10 +88,12 @@ export function faultHook(fault: Fault | undefined): (step: WriteStep) => void {
 
 export interface ExplorerStore {
   /**
-   * Runs the scanner may hand to `applyBlocks` before the earlier ones are written (default 1): the store
-   * applies them in order, each on top of the one before, and fails the later ones when one fails.
+   * Rows (outputs and spends, `blockRows`) the scanner may have handed to `applyBlocks` and not yet seen
+   * written when it hands the next run (default 0: one run at a time). The store applies runs in order,
+   * each on top of the one before, and fails the later ones when one fails; a store that commits the runs
+   * queued behind a transaction as one (group commit) gets larger transactions the more may queue.
    */
-  readonly runsAhead?: number;
+  readonly rowsAhead?: number;
   /** Load and finish or undo a block that a crash left half-applied; returns the scanned tip. */
   open(): Promise<Tip | null>;
   /** The last block applied as a whole (null: nothing indexed). */
@@ -119,6 +121,9 @@ export interface ExplorerStore {
   /** Release the file or the connections (the node stops; a test is done with this instance). */
   close(): Promise<void>;
 }
+
+/** What a block costs a store to write: its outputs and spends (the unit of `rowsAhead` and of a transaction's size). */
+export const blockRows = (b: ParsedBlock) => b.outputs.length + b.spends.length;
 
 /** The stored index contradicts itself (found at open); the scanner rebuilds it. */
 export class IndexInconsistentError extends Error {}

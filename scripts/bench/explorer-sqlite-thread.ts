@@ -43,7 +43,7 @@ const rows: { wall: number; main: number; rest: number }[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'xw-sqlite-thread-'));
   try {
-    const store = new SqliteExplorerStore(path.join(dir, 'index.sqlite'), { undoDepth: 1000, runsAhead: AHEAD });
+    const store = new SqliteExplorerStore(path.join(dir, 'index.sqlite'), { undoDepth: 1000 });
     await store.open();
     await store.applyBlocks(blocks.slice(0, RUN)); // warm-up: the writer thread starts
     const runs = Math.ceil((BLOCKS - RUN) / RUN);

@@ -50,8 +50,8 @@ describe(`explorer survives kill -9 of the node while indexing (${kind.name} sto
   async function startChild(): Promise<{ get(p: string): Promise<Answer> }> {
     const port = await freePort();
     const configFile = path.join(dataDir, 'node.yaml');
-    // Small look-ahead: many short runs, so a kill lands in the middle of one.
-    const config = { manifestsDir, watch: false, log: { level: 'silent' }, ...explorerConfig(ltc, { prefetch: 3, store: kind.nodeConfig('kill') }) };
+    // Small look-ahead and runs of a few blocks: many short runs, so a kill lands in the middle of one.
+    const config = { manifestsDir, watch: false, log: { level: 'silent' }, ...explorerConfig(ltc, { prefetch: 3, batchRows: 40, store: kind.nodeConfig('kill') }) };
     fs.writeFileSync(configFile, JSON.stringify(config));
     child = spawn(process.execPath, entryArgs('node'), {
       cwd: REPO_ROOT,

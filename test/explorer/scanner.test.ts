@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
+import { blockRows } from '../../plugins/explorer/store.ts';
 import { activity, assertMatchesDaemon, chainView, openIndex, rpcFor, silent, walletAddresses } from './support.ts';
 import { storeKinds } from './stores.ts';
 
@@ -134,8 +135,9 @@ describe('explorer scanner on a real chain', function () {
         const file = 'crash-thread';
         await kind.copy('main', file);
         for (let i = 0; i < 3; i++) await activity(ltc, addrs, 500 + i);
-        // Small runs, several in flight: the thread dies in the second transaction, with runs queued behind it.
-        const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1 });
+        // Runs and transactions of a block each, several runs in flight: the thread dies in the second
+        // transaction, with runs queued behind it.
+        const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1, batchRows: 1, rowsPerTransaction: 1 });
         await scanner.open();
         const before = store.tip()!.height;
         await assert.rejects(scanner.catchUp(), /explorer index writer thread failed: simulated crash after added/);
@@ -212,6 +214,27 @@ describe('explorer scanner on a real chain', function () {
       await assertMatchesDaemon(ltc.rpc, store, start);
       const { txsOf } = await chainView(ltc.rpc, start);
       for (const a of txsOf.keys()) for (const t of await store.transactions(a)) assert.ok(t.height >= start);
+    });
+
+    it('gathers blocks into runs of at most batchRows rows while catching up; a new block at the tip is written at once', async () => {
+      const { scanner, store } = await openIndex(ltc, kind, 'batches', { prefetch: 8, batchRows: 100 });
+      const runs: { blocks: number; rows: number }[] = [];
+      const apply = store.applyBlocks.bind(store);
+      store.applyBlocks = (bs) => {
+        runs.push({ blocks: bs.length, rows: bs.reduce((n, b) => n + blockRows(b), 0) });
+        return apply(bs);
+      };
+      await scanner.catchUp();
+      await assertMatchesDaemon(ltc.rpc, store);
+      const rows = runs.reduce((n, r) => n + r.rows, 0);
+      assert.ok(runs.every((r) => r.rows <= 100 || r.blocks === 1), JSON.stringify(runs));
+      assert.ok(runs.length >= Math.ceil(rows / 100) && runs.length <= 2 * Math.ceil(rows / 100) + 1, `${runs.length} runs for ${rows} rows`);
+      // Gathered across takes of the look-ahead (8 blocks): the chain starts with 100 blocks of one output each.
+      assert.ok(Math.max(...runs.map((r) => r.blocks)) > 8, JSON.stringify(runs));
+      runs.length = 0;
+      await activity(ltc, addrs, 700);
+      await scanner.catchUp();
+      assert.deepEqual(runs.map((r) => r.blocks), [1]);
     });
 
     it('follows the tip in the background and stops cleanly', async () => {

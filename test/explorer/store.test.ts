@@ -2,7 +2,8 @@
  * Each store on its own, with synthetic blocks (no daemon): a long run of full blocks (the SQLite store
  * commits it as several transactions of whole blocks) interrupted by a crash keeps whole blocks only, with
  * the tip at the last one, and what it holds equals a model of those blocks (outputs, and the running
- * balances); the rest then goes on top. An index of the previous schema is migrated at open.
+ * balances); the rest then goes on top. Runs handed over while earlier ones are written (group commit) go
+ * in order, and a failed one fails those queued behind it. An index of the previous schema is migrated at open.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -82,6 +83,34 @@ for (const kind of storeKinds())
       await store.undoTip();
       await assertHolds(store, bs, bs.length - 2);
       await store.close();
+    });
+
+    it('runs handed over before the earlier are written go in, in order; a failed one fails those behind it', async () => {
+      const bs = blocks(8);
+      // Both stores take runs while one is written (rowsAhead) and commit the queued ones together.
+      assert.ok((await kind.make('ahead-probe')).rowsAhead! > 0);
+      const store = await kind.make('ahead');
+      await store.open();
+      await Promise.all([0, 2, 4, 6].map((k) => store.applyBlocks(bs.slice(k, k + 2))));
+      assert.equal(store.tip()!.height, 7);
+      await assertHolds(store, bs, 7);
+      await store.close();
+
+      // The second transaction fails: its runs and every run queued behind them are refused; the index holds
+      // the runs written before, whole. The first run is written alone, so the second transaction is the next.
+      const crashing = await kind.make('ahead-crash', { fault: { step: 'journal', nth: 2 } });
+      await crashing.open();
+      await crashing.applyBlocks(bs.slice(0, 2));
+      const later = [2, 4, 6].map((k) => crashing.applyBlocks(bs.slice(k, k + 2)));
+      const settled = await Promise.allSettled(later);
+      assert.ok(settled.every((r) => r.status === 'rejected'), JSON.stringify(settled.map((r) => r.status)));
+      await crashing.close();
+      const again = await kind.make('ahead-crash');
+      assert.equal((await again.open())!.height, 1);
+      await assertHolds(again, bs, 1);
+      await again.applyBlocks(bs.slice(2));
+      await assertHolds(again, bs, 7);
+      await again.close();
     });
 
     it('an index of schema 1 (balances summed per request) gets its running balances at open', async () => {

@@ -20,6 +20,8 @@ export interface StoreOptions {
   undoDepth?: number;
   /** A simulated crash (data: it crosses to the SQLite store's writer thread). */
   fault?: Fault;
+  /** SQLite: the most rows its writer puts in one transaction (PostgreSQL: ignored). */
+  rowsPerTransaction?: number;
 }
 
 export interface StoreKind {
@@ -52,7 +54,7 @@ class SqliteKind implements StoreKind {
     return path.join(this.dir, `${name}.sqlite`);
   }
   async make(name: string, opts: StoreOptions = {}) {
-    const s = new SqliteExplorerStore(this.file(name), { undoDepth: opts.undoDepth ?? 1000, fault: opts.fault });
+    const s = new SqliteExplorerStore(this.file(name), { undoDepth: opts.undoDepth ?? 1000, fault: opts.fault, rowsPerTransaction: opts.rowsPerTransaction });
     this.made.push(s);
     return s;
   }

@@ -17,6 +17,8 @@ export interface Regtest {
   password: string;
   rpcPort: number;
   datadir: string;
+  /** The daemon's process id (benchmarks read its CPU time). */
+  pid: number;
   /** The daemon's config file (rpcuser, rpcpassword, rpcport), as a node reads it. */
   confFile: string;
   /** An address of the test wallet that receives mined coins. */
@@ -98,6 +100,7 @@ export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promi
     password,
     rpcPort,
     datadir,
+    pid: child.pid!,
     confFile,
     miner,
     mine: (n, address = miner) => rpc.call<string[]>('generatetoaddress', [n, address]),
