@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { bindRoute, type ChainServices } from '../http/chain.ts';
-import { loadManifestFile, type Manifest } from './parse.ts';
+import { loadManifestFile, type Manifest, type ManifestLookup } from './parse.ts';
 import { buildTable } from '../http/table.ts';
 import { isManifestFile } from './watch.ts';
 import { pluginEntry } from '../paths.ts';
@@ -34,13 +34,16 @@ export interface SetResult {
   errors: string[];
 }
 
-/** Parse every file (each file's first error is reported; the others still parse), then check the set. */
-export function checkFiles(files: string[], pluginsDir: string): SetResult {
+/**
+ * Parse every file (each file's first error is reported; the others still parse), then check the set. With
+ * `cache` (the build's, for reads that list routes), a manifest the build already checked is taken from it.
+ */
+export function checkFiles(files: string[], pluginsDir: string, cache?: ManifestLookup): SetResult {
   const manifests: Manifest[] = [];
   const errors: string[] = [];
   for (const f of files) {
     try {
-      manifests.push(loadManifestFile(f));
+      manifests.push(loadManifestFile(f, cache));
     } catch (e) {
       errors.push((e as Error).message);
     }
@@ -92,7 +95,8 @@ export function checkSet(manifests: Manifest[], pluginsDir: string): string[] {
   for (const listener of new Set(manifests.map((m) => m.listener))) {
     const mine = manifests.filter((m) => m.listener === listener);
     try {
-      buildTable(mine, mine.flatMap((m) => m.routes.map((r) => bindRoute(r, undefined))), NO_SERVICES);
+      // A manifest from the build's cache proved its schemas compile: bound lazily, as the node binds it.
+      buildTable(mine, mine.flatMap((m) => m.routes.map((r) => bindRoute(r, undefined, m.schemasChecked))), NO_SERVICES);
     } catch (e) {
       errors.push((e as Error).message);
     }

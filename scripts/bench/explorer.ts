@@ -46,7 +46,7 @@ import type { ExplorerStore } from '../../plugins/explorer/store.ts';
 import { Synthetic, buildThroughApplyBlocks, bulkPostgres, bulkSqlite, verifyStore } from './explorer-synthetic.ts';
 import { freePort, startLitecoind, type Regtest } from '../../test/support/litecoind.ts';
 import { fetchAnswer } from '../../test/support/node.ts';
-import { leanClient } from './lean-http.ts';
+import { Client } from '../../test/support/http-client.ts';
 import { explorerManifests } from '../../test/explorer/node.ts';
 import { pgBin, startPostgres, type Postgres } from '../../test/explorer/postgres.ts';
 
@@ -316,10 +316,10 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       .slice(0, 4)
       .map((g) => `${(g.gap / 1000).toFixed(2)} s before "${g.msg}" (at ${(g.at / 1000).toFixed(2)} s)`)
       .join('; ');
-    // The queries go over one kept-alive node:http connection (lean-http.ts): undici's fetch added its own
+    // The queries go over one kept-alive node:http connection (test/support/http-client.ts): undici's fetch added its own
     // p50 0.3 ms and doubled the p99 of what was measured.
-    const client = leanClient(base);
-    closeClient = client.close;
+    const client = new Client(base, '127.0.0.1', 1);
+    closeClient = () => client.close();
     const time = async (p: string) => {
       const t = performance.now();
       const a = await client.get(p);
@@ -359,7 +359,7 @@ async function serve(kind: Kind, config: Record<string, unknown>, ltc: Regtest, 
       const { ms, a } = await time(`/explorer/transactions?address=${syn.big}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
       pages.push(ms);
       listed += a.json.data.transactions.length;
-      cursor = a.headers.get('x-explorer-next-cursor');
+      cursor = (a.headers['x-explorer-next-cursor'] as string | undefined) ?? null;
       if (!cursor) break;
     }
     const listMs = performance.now() - tList;

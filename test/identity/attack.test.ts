@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { WebSocket } from 'ws';
 import { newPhrase } from '../../plugins/identity/phrases.ts';
-import { Client, attackerAddresses, eventually, pool } from './client.ts';
+import { Client, attackerAddresses, eventually, pool } from '../support/http-client.ts';
 import { bitcoinWallet } from '../support/wallets.ts';
 import { authHeader } from '../support/wallets.ts';
 import { figure, figures, spawnNode, tempFolder, type NodeProcess } from './process.ts';

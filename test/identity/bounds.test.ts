@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
-import { eventually } from './client.ts';
+import { eventually } from '../support/http-client.ts';
 import { bitcoinWallet, ethereumWallet } from '../support/wallets.ts';
 import { startIdentityNode } from './node.ts';
 import { authHeader, login, type LoggedIn } from '../support/wallets.ts';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { TestClock, tempDir, type TestNode } from '../support/node.ts';
-import { Client, attackerAddresses, pool } from './client.ts';
+import { Client, attackerAddresses, pool } from '../support/http-client.ts';
 import { bitcoinWallet } from '../support/wallets.ts';
 import { startIdentityNode } from './node.ts';
 import { authHeader } from '../support/wallets.ts';

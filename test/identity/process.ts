@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
-import { Client, eventually } from './client.ts';
+import { Client, eventually } from '../support/http-client.ts';
 import { entryArgs } from '../support/entry.ts';
 
 export interface NodeProcess {

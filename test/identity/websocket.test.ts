@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
 import { TestClock, type TestNode } from '../support/node.ts';
 import { bitcoinWallet, ethereumWallet } from '../support/wallets.ts';
-import { eventually } from './client.ts';
+import { eventually } from '../support/http-client.ts';
 import { startIdentityNode } from './node.ts';
 import { login } from '../support/wallets.ts';
 
