@@ -75,6 +75,31 @@ interface RpcTx {
   vout: { n: number; scriptPubKey: { addresses?: string[]; address?: string } }[];
 }
 
+/** What `chainView` reads of a block: per transaction its txid, the outputs it spends and the addresses it pays. */
+type BlockView = { txid: string; ins: string[]; outs: [key: string, address: string][] }[];
+/**
+ * Blocks already read, by hash: a hash names one block's content for good, and the checks read the whole
+ * chain again after every step (the scanner tests call them about 30 times on the same few hundred blocks).
+ */
+const blockViews = new Map<string, BlockView>();
+
+async function blockView(rpc: RpcClient, hash: string): Promise<BlockView> {
+  let view = blockViews.get(hash);
+  if (!view) {
+    const block = await rpc.call<{ tx: RpcTx[] }>('getblock', [hash, 2]);
+    view = block.tx.map((tx) => ({
+      txid: tx.txid,
+      ins: tx.vin.filter((v) => v.coinbase === undefined).map((v) => `${v.txid}:${v.vout}`),
+      outs: tx.vout.flatMap((o): [string, string][] => {
+        const a = o.scriptPubKey.address ?? (o.scriptPubKey.addresses?.length === 1 ? o.scriptPubKey.addresses[0] : undefined);
+        return a ? [[`${tx.txid}:${o.n}`, a]] : [];
+      }),
+    }));
+    blockViews.set(hash, view);
+  }
+  return view;
+}
+
 /** Every address paid in blocks `from..tip`, and each address's transactions, recomputed from the raw blocks. */
 export async function chainView(rpc: RpcClient, from = 0): Promise<{ tip: number; txsOf: Map<string, Set<string>> }> {
   const tip = await rpc.call<number>('getblockcount');
@@ -84,19 +109,18 @@ export async function chainView(rpc: RpcClient, from = 0): Promise<{ tip: number
     if (!txsOf.has(a)) txsOf.set(a, new Set());
     txsOf.get(a)!.add(txid);
   };
-  for (let h = Math.max(1, from); h <= tip; h++) {
-    const hash = await rpc.call<string>('getblockhash', [h]);
-    const block = await rpc.call<{ tx: RpcTx[] }>('getblock', [hash, 2]);
-    for (const tx of block.tx) {
-      for (const vin of tx.vin) {
-        if (vin.coinbase !== undefined) continue;
-        const a = owner.get(`${vin.txid}:${vin.vout}`);
+  const heights: number[] = [];
+  for (let h = Math.max(1, from); h <= tip; h++) heights.push(h);
+  const hashes = await rpc.batch(heights.map((h) => ({ method: 'getblockhash', params: [h] })));
+  for (const hash of hashes) {
+    if (hash instanceof Error) throw hash;
+    for (const tx of await blockView(rpc, hash as string)) {
+      for (const k of tx.ins) {
+        const a = owner.get(k);
         if (a) touch(a, tx.txid);
       }
-      for (const o of tx.vout) {
-        const a = o.scriptPubKey.address ?? (o.scriptPubKey.addresses?.length === 1 ? o.scriptPubKey.addresses[0] : undefined);
-        if (!a) continue;
-        owner.set(`${tx.txid}:${o.n}`, a);
+      for (const [k, a] of tx.outs) {
+        owner.set(k, a);
         touch(a, tx.txid);
       }
     }
