@@ -107,8 +107,10 @@ export default definePlugin({
 
     // Health: an authenticated ping answering pong. One failed measure is tolerated (a restart in progress),
     // the next fails the check. Required (it refuses login phrases) only when this node supervises Syncthing.
-    // While the first Syncthing process the node started is running but not yet answering (its start takes
-    // 1-3 s, longer on a busy machine), up to a minute, the check passes: a node just started is not refused.
+    // While the node's Syncthing has not answered yet and no start of it failed (its home prepared, keys
+    // generated, its own restart with code 3 on a first start: 1-3 s, longer on a busy machine), up to a
+    // minute, the check passes: a node just started is not refused. (Checking only for a running first
+    // process refused phrases at load 8, before the process was spawned.)
     let failures = 0;
     let everAnswered = false;
     const bootUntil = Date.now() + 60_000;
@@ -119,7 +121,7 @@ export default definePlugin({
         failures = ok ? 0 : failures + 1;
         everAnswered ||= ok;
         if (ok) return { ok: true, message: `Syncthing answers at ${client.url}` };
-        if (supervisor && !everAnswered && supervisor.starts === 1 && supervisor.running && Date.now() < bootUntil)
+        if (supervisor && !everAnswered && supervisor.failures === 0 && Date.now() < bootUntil)
           return { ok: true, message: 'Syncthing is starting', detail: { supervised, failures } };
         const why = supervised ? supervisor!.lastError || 'Syncthing does not answer' : `Syncthing at ${client.url} does not answer`;
         return { ok: failures < 2, message: failures < 2 ? `one failed ping tolerated: ${why}` : why, detail: { supervised, failures } };

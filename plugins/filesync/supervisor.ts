@@ -15,6 +15,8 @@ export class Supervisor {
   /** Why the last start failed, for the fitness check's message. */
   lastError = '';
   starts = 0;
+  /** Starts that failed: home not prepared, binary not spawned, an exit other than Syncthing's own restart (3). */
+  failures = 0;
 
   constructor(
     private readonly o: HomeOptions,
@@ -35,6 +37,7 @@ export class Supervisor {
       await prepareHome(this.o);
     } catch (e) {
       this.lastError = `preparing ${this.o.home}: ${(e as Error).message}`;
+      this.failures++;
       this.log.warn({ err: this.lastError }, 'filesync: Syncthing home could not be prepared');
       return this.again();
     }
@@ -52,6 +55,7 @@ export class Supervisor {
     child.stderr!.on('data', (b: Buffer) => (tail = (tail + b.toString()).slice(-2000)));
     child.on('error', (e) => {
       this.lastError = `${this.o.binary}: ${e.message}`;
+      this.failures++;
       // A binary that could not be spawned (missing, not executable) may never emit 'close': try again later.
       if (child.pid === undefined && this.child === child) {
         this.child = null;
@@ -67,6 +71,7 @@ export class Supervisor {
       this.log.warn({ code, signal }, 'filesync: Syncthing exited; starting it again');
       if (Date.now() - startedAt > 60_000) this.backoffMs = 1000;
       if (code === 3) return void this.start();
+      this.failures++;
       this.again();
     });
   }
