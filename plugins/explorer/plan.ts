@@ -76,80 +76,129 @@ export function planRunSync(blocks: ParsedBlock[], lookup: (keys: OutPoint[]) =>
 
 type Collected = ReturnType<typeof collect>;
 
+/**
+ * Outputs by txid, then by vout. A `txid:vout` key is a new string to hash at every lookup; the txid strings
+ * are the block's own and hash once (with string keys the plan was a quarter of the SQLite writer's CPU).
+ */
+class Outputs {
+  private readonly byTxid = new Map<string, (Utxo | undefined)[]>();
+  add(o: Utxo): void {
+    const vouts = this.byTxid.get(o.txid);
+    if (vouts) vouts[o.vout] = o;
+    else {
+      const fresh: (Utxo | undefined)[] = [];
+      fresh[o.vout] = o;
+      this.byTxid.set(o.txid, fresh);
+    }
+  }
+  /** The output, removed; undefined when not held. */
+  take(txid: string, vout: number): Utxo | undefined {
+    const vouts = this.byTxid.get(txid);
+    const o = vouts?.[vout];
+    if (o) vouts![vout] = undefined;
+    return o;
+  }
+  *values(): Generator<Utxo> {
+    for (const vouts of this.byTxid.values()) for (const o of vouts) if (o) yield o;
+  }
+}
+
+/** A block's transaction entries: addresses by txid (each pair once). */
+class Entries {
+  readonly byTxid = new Map<string, Set<string>>();
+  add(address: string, txid: string): void {
+    const addresses = this.byTxid.get(txid);
+    if (addresses) addresses.add(address);
+    else this.byTxid.set(txid, new Set([address]));
+  }
+}
+
+/**
+ * Amounts summed per address as numbers while the sum is a safe integer (a BigInt per output cost more than
+ * the sums), exactly as BigInt past that (a chain whose supply exceeds 2^53 units).
+ */
+function addAmount(into: Map<string, number | bigint>, address: string, satoshis: number): void {
+  const c = into.get(address);
+  if (c === undefined) into.set(address, satoshis);
+  else if (typeof c === 'number') {
+    const s = c + satoshis;
+    into.set(address, Number.isSafeInteger(s) ? s : BigInt(c) + BigInt(satoshis));
+  } else into.set(address, c + BigInt(satoshis));
+}
+
 /** What the run's own blocks say, before the outputs of earlier runs that it spends are known. */
 function collect(blocks: ParsedBlock[]) {
-  const created = new Map<string, Utxo>();
+  const created = new Outputs();
   const undo: BlockUndo[] = [];
-  const entries: Map<string, TxEntry>[] = [];
-  const adds: Set<string>[] = [];
+  const entries: Entries[] = [];
+  /** Per block, the outputs it created (those it spent itself are left out in `finish`). */
+  const adds: Utxo[][] = [];
+  /** Outputs spent in the block that created them (rare): neither unspent there nor put back on undo. */
+  const sameBlock = new Set<Utxo>();
   const outside: { key: OutPoint; txid: string; block: number }[] = [];
-  blocks.forEach((b, i) => {
-    const txs = new Map<string, TxEntry>();
-    const entry = (address: string, txid: string) => {
-      const k = `${address} ${txid}`;
-      if (!txs.has(k)) txs.set(k, { address, txid, height: b.height });
-    };
-    const added = new Set<string>();
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i];
+    const txs = new Entries();
     const spent: Utxo[] = [];
     for (const o of b.outputs) {
-      const k = outKey(o);
-      created.set(k, o);
-      added.add(k);
-      entry(o.address, o.txid);
+      created.add(o);
+      txs.add(o.address, o.txid);
     }
     for (const s of b.spends) {
-      const key = { txid: s.prevTxid, vout: s.prevVout };
-      const k = outKey(key);
-      const own = created.get(k);
+      const own = created.take(s.prevTxid, s.prevVout);
       if (!own) {
-        outside.push({ key, txid: s.txid, block: i });
+        outside.push({ key: { txid: s.prevTxid, vout: s.prevVout }, txid: s.txid, block: i });
         continue;
       }
-      created.delete(k);
       // Created and spent in the same block: never unspent there, but both transactions touch the address.
-      if (!added.delete(k)) spent.push(own);
-      entry(own.address, s.txid);
+      if (own.height === b.height) sameBlock.add(own);
+      else spent.push(own);
+      txs.add(own.address, s.txid);
     }
     undo.push({ height: b.height, hash: b.hash, prev: b.prev, outputs: [], txs: [], spent });
     entries.push(txs);
-    adds.push(added);
-  });
-  return { created, undo, entries, adds, outside };
+    adds.push(b.outputs);
+  }
+  return { created, undo, entries, adds, sameBlock, outside };
 }
 
 /** The plan, given the outputs of earlier runs (`found`: those of `p.outside` the store holds). */
-function finish({ created, undo, entries, adds, outside }: Collected, found: Utxo[]): Run {
+function finish({ created, undo, entries, adds, sameBlock, outside }: Collected, found: Utxo[]): Run {
   const removed: Utxo[] = [];
   if (outside.length) {
-    const held = new Map(found.map((u) => [outKey(u), u]));
+    const held = new Outputs();
+    for (const u of found) held.add(u);
     for (const x of outside) {
-      const u = held.get(outKey(x.key));
+      // The same output spent twice in a run cannot happen on a valid chain; it is counted once anyway.
+      const u = held.take(x.key.txid, x.key.vout);
       if (!u) continue;
-      // The same output spent twice in a run cannot happen on a valid chain; count it once anyway.
-      held.delete(outKey(x.key));
       removed.push(u);
       undo[x.block].spent.push(u);
-      const k = `${u.address} ${x.txid}`;
-      if (!entries[x.block].has(k)) entries[x.block].set(k, { address: u.address, txid: x.txid, height: undo[x.block].height });
+      entries[x.block].add(u.address, x.txid);
     }
   }
   const txs: TxEntry[] = [];
   undo.forEach((u, i) => {
     // Every output the block left unspent, even one a later block of the run spends: that block's undo puts
     // it back, and this block's undo removes it again.
-    for (const k of adds[i]) {
-      const [txid, vout] = k.split(':');
-      u.outputs.push({ txid, vout: Number(vout) });
-    }
-    for (const e of entries[i].values()) {
-      u.txs.push({ address: e.address, txid: e.txid });
-      txs.push(e);
+    for (const o of adds[i]) if (!sameBlock.has(o)) u.outputs.push(o);
+    for (const [txid, addresses] of entries[i].byTxid) {
+      for (const address of addresses) {
+        u.txs.push({ address, txid });
+        txs.push({ address, txid, height: u.height });
+      }
     }
   });
-  const kept = [...created.values()];
-  const balances = addBalances(addBalances(new Map(), kept, 1), removed, -1);
+  const sums = new Map<string, number | bigint>();
+  const kept: Utxo[] = [];
+  for (const o of created.values()) {
+    kept.push(o);
+    addAmount(sums, o.address, o.satoshis);
+  }
+  for (const o of removed) addAmount(sums, o.address, -o.satoshis);
+  const balances = new Map<string, bigint>();
   // An address whose outputs came and went within the run: nothing to write.
-  for (const [a, d] of balances) if (d === 0n) balances.delete(a);
+  for (const [a, d] of sums) if (d !== 0 && d !== 0n) balances.set(a, BigInt(d));
   return { undo, removed, created: kept, txs, balances };
 }
 

@@ -23,7 +23,7 @@ const arg = (name: string, dflt: string) => {
 const BLOCKS = Number(arg('blocks', '4000'));
 const AHEAD = Number(arg('ahead', '1'));
 const ROUNDS = Number(arg('rounds', '3'));
-const RUN = 32;
+const RUN = Number(arg('run', '32'));
 
 const blocks = regtestSizedBlocks(BLOCKS);
 
