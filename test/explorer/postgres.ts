@@ -15,6 +15,8 @@ export interface Postgres {
   url(db: string): string;
   createDatabase(db: string, template?: string): Promise<void>;
   dropDatabase(db: string): Promise<void>;
+  /** The server's process id (its backends are its children), for benchmarks that count its CPU. */
+  pid(): number;
   stop(): Promise<void>;
 }
 
@@ -61,6 +63,7 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
     url,
     createDatabase: (db, template) => admin(`CREATE DATABASE "${db}"${template ? ` TEMPLATE "${template}"` : ''}`),
     dropDatabase: (db) => admin(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`),
+    pid: () => Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]),
     async stop() {
       if (stopped) return;
       stopped = true;
