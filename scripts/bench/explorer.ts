@@ -191,11 +191,12 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
   // CPU ms of a block, by who spends it: this process's main thread (RPC answers, JSON, the scanner), the rest
   // of this process (SQLite's writer thread, V8's and libuv's helpers), and litecoind (its JSON of every block).
   const cpuNow = () => ({ main: threadMs(process.pid, process.pid), all: processCpuMs(), daemon: threadMs(ltc.pid), threads: threadsMs(), pg: stores.pgPid ? treeMs(stores.pgPid) : 0 });
-  const perBlock = (a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>) => {
+  const perBlock = (a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>, kind?: Kind) => {
     const f = (x: number) => (x / blocks).toFixed(2);
     // The busiest other thread of a SQLite round is its writer thread.
     const busiest = Math.max(0, ...[...b.threads].filter(([t]) => t !== process.pid).map(([t, ms]) => ms - (a.threads.get(t) ?? 0)));
-    const server = stores.pgPid ? `, PostgreSQL ${f(b.pg - a.pg)}` : '';
+    // Only while a PostgreSQL index is written: its pool's backends live through that round (and exit after).
+    const server = kind === 'postgres' ? `, PostgreSQL ${f(b.pg - a.pg)}` : '';
     return `CPU a block: main ${f(b.main - a.main)}, busiest other thread ${f(busiest)}, all others ${f(b.all - a.all - (b.main - a.main))}, litecoind ${f(b.daemon - a.daemon)}${server} ms`;
   };
   const fetchBlockCpu: string[] = [];
@@ -222,7 +223,7 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
       const ms = performance.now() - t;
       indexS[kind].push(ms / 1000);
       const { waitMs, parseMs, writeMs } = scanner.timing;
-      splits[kind].push(`cpu ${cpuShare(process.cpuUsage(cpu), ms)}, wait ${(waitMs / ms).toFixed(2)} parse ${(parseMs / ms).toFixed(2)} write ${(writeMs / ms).toFixed(2)}; ${perBlock(c0, cpuNow())}`);
+      splits[kind].push(`cpu ${cpuShare(process.cpuUsage(cpu), ms)}, wait ${(waitMs / ms).toFixed(2)} parse ${(parseMs / ms).toFixed(2)} write ${(writeMs / ms).toFixed(2)}; ${perBlock(c0, cpuNow(), kind)}`);
       if (scanner.stats.blocks !== blocks) throw new Error(`indexed ${scanner.stats.blocks} blocks of ${blocks}`);
       if (store instanceof SqliteExplorerStore) sizes[kind] = mb(store.sizeOnDisk());
       await store.close();
