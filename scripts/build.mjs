@@ -17,6 +17,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -153,9 +154,9 @@ function compile() {
   const t0 = performance.now();
   const files = sources();
   const stamp = fingerprint(files).join('\n') + '\n'; // taken first: an edit made during the build makes it stale
-  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  if (!fs.existsSync(tsc)) {
-    const e = new BuildError('typescript is not installed; run `npm ci` (with the dev dependencies) first');
+  const esbuild = path.join(ROOT, 'node_modules', 'esbuild', 'lib', 'main.js');
+  if (!fs.existsSync(esbuild)) {
+    const e = new BuildError('esbuild is not installed; run `npm ci` (with the dev dependencies) first');
     // `npm ci --omit=dev` runs `prepare` too: the install itself need not fail, the start will say why.
     e.exitCode = process.env.npm_lifecycle_event === 'prepare' ? 0 : 1;
     throw e;
@@ -164,10 +165,11 @@ function compile() {
   // deleted sources do not linger.
   const tmp = path.join(ROOT, `dist.tmp-${process.pid}`);
   fs.rmSync(tmp, { recursive: true, force: true });
-  const res = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json'), '--outDir', tmp], { stdio: 'inherit' });
-  if (res.status !== 0) {
+  try {
+    transpile(esbuild, files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')), tmp);
+  } catch (e) {
     fs.rmSync(tmp, { recursive: true, force: true });
-    throw new BuildError(`tsc failed (exit ${res.status ?? res.signal}); dist/ left as it was`);
+    throw new BuildError(`esbuild failed: ${e.message}; dist/ left as it was`);
   }
   for (const f of files.filter((x) => !x.endsWith('.ts'))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
@@ -185,6 +187,37 @@ function compile() {
   fs.rmSync(old, { recursive: true, force: true });
   process.stderr.write(`build: dist/ built from ${files.length} files in ${Math.round(performance.now() - t0)} ms\n`);
 }
+
+/**
+ * Each source file to one JavaScript module (no bundling), with esbuild: the transform tsx applies to the
+ * same files in the tests, with the project's tsconfig (target, class fields). tsc (transpile only, noCheck)
+ * took 9.9 s of CPU for the 194 files, esbuild 0.35 s; types are checked by `npm test` (tsc --noEmit).
+ * Relative import specifiers are rewritten from .ts to .js, as tsc's rewriteRelativeImportExtensions did;
+ * other dynamic imports take file URLs, which that never rewrote.
+ */
+function transpile(esbuildPath, files, out) {
+  const require = createRequire(import.meta.url);
+  const { buildSync } = require(esbuildPath);
+  const res = buildSync({
+    entryPoints: files.map((f) => path.join(ROOT, f)),
+    outdir: out,
+    outbase: ROOT,
+    bundle: false,
+    format: 'esm',
+    platform: 'node',
+    // The oldest Node this runs on (package.json engines); tsconfig's target only sets class field semantics.
+    target: 'node20',
+    tsconfig: path.join(ROOT, 'tsconfig.build.json'),
+    write: false,
+    logLevel: 'silent',
+  });
+  for (const f of res.outputFiles) {
+    fs.mkdirSync(path.dirname(f.path), { recursive: true });
+    fs.writeFileSync(f.path, f.text.replace(RELATIVE_TS, (_, before, q, p, m) => `${before}${q}${p}.${m ?? ''}js${q}`));
+  }
+}
+/** `from "./x.ts"`, `import "../x.ts"`, `import("./x.ts")` (and .mts, .cts) as esbuild prints them. */
+const RELATIVE_TS = /(\b(?:from|import)\s*\(?\s*)(["'])(\.\.?\/[^"'\n]*?)\.(m|c)?ts\2/g;
 
 /**
  * dist/manifest-cache.json: the shipped manifests parsed and their route schemas compiled by the code just
