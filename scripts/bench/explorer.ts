@@ -25,6 +25,9 @@
  *                              --stores sqlite,postgres --launch dist|tsx --build bulk|apply --seed 1
  *                              --cache-mb N]   (--blocks 0 or --outputs 0 skips a part)
  *
+ * The npm script runs it with the node's V8 flag (--max-semi-space-size=2, as `npm start` and the systemd
+ * unit): the scanner and the SQLite writer thread then have the young generation they have in a node.
+ *
  * Everything lives under $TMPDIR/explorer-bench-* (the SQLite sorts of a bulk build use $TMPDIR too) and is
  * removed at the end (the 10M indexes take GBs).
  */
