@@ -7,6 +7,7 @@
  * of the server's latency measures its client too.
  */
 import http from 'node:http';
+import { eventually as waitEventually } from './wait.ts';
 
 export interface Reply {
   status: number;
@@ -99,13 +100,5 @@ export const attackerAddresses = (count: number, from = 0) =>
     return `127.${1 + Math.floor(i / 250)}.${(i % 250) + 1}.1`;
   });
 
-/** Poll `check` until it returns a truthy value or `ms` pass (then throw with `what`). */
-export async function eventually<T>(check: () => T | Promise<T>, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** `eventually` of ./wait.ts, with the argument order the identity tests use: what is awaited, then at most `ms`. */
+export const eventually = <T>(check: () => T | Promise<T>, what: string, ms = 20_000) => waitEventually(check, { what, timeoutMs: ms, everyMs: 25 });
