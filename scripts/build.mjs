@@ -27,7 +27,7 @@ const STAMP = path.join(DIST, '.build-stamp');
 /** Compiled (the .ts files) and copied (anything else the code reads next to itself, e.g. a .mjs helper). */
 const SOURCE_DIRS = ['core', 'lib', 'plugins'];
 /** Files whose change changes the output. */
-const INPUTS = ['tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'];
+const INPUTS = ['tsconfig.json', 'scripts/build.mjs'];
 
 function walk(dir, out) {
   let entries;
@@ -190,10 +190,10 @@ function compile() {
 
 /**
  * Each source file to one JavaScript module (no bundling), with esbuild: the transform tsx applies to the
- * same files in the tests, with the project's tsconfig (target, class fields). tsc (transpile only, noCheck)
- * took 9.9 s of CPU for the 194 files, esbuild 0.35 s; types are checked by `npm test` (tsc --noEmit).
- * Relative import specifiers are rewritten from .ts to .js, as tsc's rewriteRelativeImportExtensions did;
- * other dynamic imports take file URLs, which that never rewrote.
+ * same files in the tests, with the same tsconfig.json (its target sets the class field semantics). tsc
+ * (transpile only, noCheck) took 9.9 s of CPU for the 194 files, esbuild 0.35 s; types are checked by
+ * `npm test` (tsc --noEmit). Relative import specifiers are rewritten from .ts to .js, as tsc's
+ * rewriteRelativeImportExtensions did; other dynamic imports take file URLs, which that never rewrote.
  */
 function transpile(esbuildPath, files, out) {
   const require = createRequire(import.meta.url);
@@ -207,7 +207,7 @@ function transpile(esbuildPath, files, out) {
     platform: 'node',
     // The oldest Node this runs on (package.json engines); tsconfig's target only sets class field semantics.
     target: 'node20',
-    tsconfig: path.join(ROOT, 'tsconfig.build.json'),
+    tsconfig: path.join(ROOT, 'tsconfig.json'),
     write: false,
     logLevel: 'silent',
   });

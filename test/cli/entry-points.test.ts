@@ -176,7 +176,7 @@ describe('CLI entry points, run as real commands', function () {
       const copy = path.join(dir, 'checkout');
       for (const d of ['core', 'lib', 'plugins', 'scripts', 'manifests', 'dist'])
         fs.cpSync(path.join(REPO_ROOT, d), path.join(copy, d), { recursive: true, preserveTimestamps: true });
-      for (const f of ['package.json', 'tsconfig.json', 'tsconfig.build.json']) fs.cpSync(path.join(REPO_ROOT, f), path.join(copy, f), { preserveTimestamps: true });
+      for (const f of ['package.json', 'tsconfig.json']) fs.cpSync(path.join(REPO_ROOT, f), path.join(copy, f), { preserveTimestamps: true });
       fs.symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(copy, 'node_modules'));
       const check = () => run(process.execPath, ['scripts/build.mjs', '--check'], { cwd: copy });
       const fresh = await check();
