@@ -59,9 +59,10 @@ export class SyncthingClient {
     let res: { status: number; text: string };
     try {
       // Syncthing's API listener is down for a moment after each GUI change: a refused connection never
-      // reached it, so any method may be sent again, and a GET cut by the closing listener too. Up to 5 s: at
-      // load 8 on 2 cores a GET right after a GUI change still found it down after the 2 s allowed before
-      // (the file sync routes test, once in a suite run). Pings are not retried: they measure.
+      // reached it, so any method may be sent again; one cut by the closing listener may have been applied,
+      // so only a call that may run twice is (GET, PUT, PATCH and DELETE of configuration: the same change
+      // applied twice is the same configuration). Up to 5 s: at load 8 on 2 cores a GET right after a GUI
+      // change still found it down after the 2 s allowed before. Pings are not retried: they measure.
       const retryUntil = path === '/rest/system/ping' ? 0 : Date.now() + 5000;
       for (;;) {
         try {
@@ -69,7 +70,7 @@ export class SyncthingClient {
           break;
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
-          const again = code === 'ECONNREFUSED' || (method === 'GET' && (code === 'ECONNRESET' || code === 'EPIPE'));
+          const again = code === 'ECONNREFUSED' || (method !== 'POST' && (code === 'ECONNRESET' || code === 'EPIPE'));
           if (!again || Date.now() > retryUntil) throw e;
           await new Promise((r) => setTimeout(r, 100));
         }

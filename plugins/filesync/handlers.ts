@@ -12,6 +12,8 @@ export interface HandlerDeps {
   client: () => SyncthingClient;
   /** Whether the node supervises Syncthing (it then decides the GUI address). */
   supervised: boolean;
+  /** The supervised Syncthing's API listener starts so far and a wait for the next (absent when not supervised). */
+  listener?: { starts: () => number; startedAfter: (starts: number, ms: number) => Promise<boolean> };
   /** Throws when the node supervises Syncthing and it is not running. */
   ready: () => void;
   promoted: (appname?: string) => Promise<unknown>;
@@ -73,10 +75,19 @@ export function makeHandlers(d: HandlerDeps) {
       // an address set here would expose it or cut the node off until the next start.
       if (d.supervised && v.config && typeof v.config === 'object' && 'address' in v.config)
         throw new ApiError(400, 'ValidationError', 'The GUI address of the Syncthing this node supervises is set by the node (filesync.guiPort)');
+      // Syncthing restarts its API listener after a GUI change, after it answered the change: answer once the
+      // new listener serves, so the caller's next call does not meet a closing or closed port. A ping alone
+      // can be answered by the old listener before it closes (the call after a password change then found
+      // the port closed, in a suite run at load 8). Syncthing also throttles these restarts: measured on
+      // 1.19, the first GUI change after a password change, or after about five in a few seconds, left the
+      // API down 15-18 s. Hence up to 30 s here. A change that changes nothing restarts nothing: the GUI
+      // section is compared before and after.
+      const gui = async () => JSON.stringify((await st().call('GET', '/rest/config/gui')).json);
+      const before = d.listener ? await gui() : '';
+      const starts = d.listener?.starts() ?? 0;
       const out = await answer(method(v.method, 'PUT'), '/rest/config/gui', { body: needConfig(v) }, 'GUI configuration applied');
-      // Syncthing restarts its API listener after a GUI change: answer once it serves again (new key
-      // included), so the caller's next call does not meet a closed port.
-      const end = Date.now() + 10_000;
+      const end = Date.now() + 30_000;
+      if (d.listener && (await gui()) !== before) await d.listener.startedAfter(starts, 30_000);
       while (Date.now() < end && !(await st().ping())) await new Promise((r) => setTimeout(r, 100));
       return out;
     },

@@ -147,6 +147,7 @@ export default definePlugin({
     const handlers = makeHandlers({
       client: () => client,
       supervised,
+      listener: supervisor ? { starts: () => supervisor!.apiStarts, startedAfter: (n, ms) => supervisor!.apiStartedAfter(n, ms) } : undefined,
       ready: () => {
         if (supervisor && !supervisor.running) throw new ApiError(503, 'FileSyncUnavailable', 'Syncthing is not running properly');
       },

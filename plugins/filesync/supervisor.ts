@@ -17,6 +17,13 @@ export class Supervisor {
   starts = 0;
   /** Starts that failed: home not prepared, binary not spawned, an exit other than Syncthing's own restart (3). */
   failures = 0;
+  /**
+   * Times Syncthing's GUI and API listener started, counted from its log line "GUI and API listening on":
+   * Syncthing restarts that listener after each GUI change, after answering the change, so only this
+   * count tells a listener that is about to close from the new one.
+   */
+  apiStarts = 0;
+  private apiWaiters: (() => void)[] = [];
 
   constructor(
     private readonly o: HomeOptions,
@@ -47,12 +54,18 @@ export class Supervisor {
       ['serve', `--home=${this.o.home}`, '--no-browser', '--no-restart', '--no-upgrade', '--skip-port-probing', `--gui-address=http://127.0.0.1:${this.o.guiPort}`, '--logflags=0'],
       // STMONITORED: Syncthing 1.19 forks a monitor process even with --no-restart unless told it is
       // monitored already (measured: two `syncthing serve` processes without it, one with it).
-      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, STNODEFAULTFOLDER: '1', STNOUPGRADE: '1', STNORESTART: '1', STMONITORED: 'yes' } },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, STNODEFAULTFOLDER: '1', STNOUPGRADE: '1', STNORESTART: '1', STMONITORED: 'yes' } },
     );
     this.child = child;
     this.starts++;
     let tail = '';
     child.stderr!.on('data', (b: Buffer) => (tail = (tail + b.toString()).slice(-2000)));
+    let line = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      const lines = (line + b.toString()).split('\n');
+      line = lines.pop()!.slice(-2000);
+      for (const l of lines) if (l.includes('GUI and API listening on')) this.apiStarted();
+    });
     child.on('error', (e) => {
       this.lastError = `${this.o.binary}: ${e.message}`;
       this.failures++;
@@ -74,6 +87,25 @@ export class Supervisor {
       this.failures++;
       this.again();
     });
+  }
+
+  private apiStarted(): void {
+    this.apiStarts++;
+    for (const w of this.apiWaiters.splice(0)) w();
+  }
+
+  /** Resolves true once the API listener started more than `starts` times, false after `ms`. */
+  async apiStartedAfter(starts: number, ms: number): Promise<boolean> {
+    const end = Date.now() + ms;
+    while (this.apiStarts <= starts) {
+      const left = end - Date.now();
+      if (left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.apiWaiters.push(() => (clearTimeout(t), resolve()));
+      });
+    }
+    return true;
   }
 
   private again(): void {

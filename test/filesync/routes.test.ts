@@ -110,6 +110,17 @@ describe('filesync: routes over a supervised Syncthing', function () {
     keys.add(hash!);
   });
 
+  it('GUI changes back to back: each is answered once the restarted listener serves, so the next call (an unretried ping among them) succeeds', async () => {
+    for (const theme of ['dark', 'default']) {
+      ok(await post('/filesync/config/gui', { method: 'patch', config: { theme } }));
+      assert.deepEqual(ok(await get('/filesync/health')), { status: 'OK' });
+      ok(await post('/filesync/config/ldap', { method: 'patch', config: { searchBaseDN: `ou=${theme}` } }));
+    }
+    // A change that changes nothing restarts nothing, and is answered too.
+    ok(await post('/filesync/config/gui', { method: 'patch', config: { theme: 'default' } }));
+    assert.deepEqual(ok(await get('/filesync/health')), { status: 'OK' });
+  });
+
   it('db routes: ignores (folder in the query), scan, revert, prio, override; mandatory fields and ids', async () => {
     fs.mkdirSync(folderPath(), { recursive: true });
     ok(await post('/filesync/db/ignores?folder=docs', { config: { ignore: ['*.tmp'] } }));
