@@ -42,7 +42,7 @@ export class SyncthingClient {
   }
 
   /** One call; `query` values are encoded here (never interpolated raw). Throws ApiError on failure. */
-  async call(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, opts: { query?: Record<string, string | number | undefined>; body?: unknown; text?: string; timeoutMs?: number } = {}): Promise<StAnswer> {
+  async call(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, opts: { query?: Record<string, string | number | undefined>; body?: unknown; text?: string; timeoutMs?: number; cut?: 'done' } = {}): Promise<StAnswer> {
     const key = this.apiKey();
     if (!key) throw new ApiError(503, 'FileSyncUnavailable', 'Unable to read syncthing apikey');
     const u = new URL(path, this.url);
@@ -59,21 +59,30 @@ export class SyncthingClient {
     let res: { status: number; text: string };
     try {
       // Syncthing's API listener is down for a moment after each GUI change: a refused connection never
-      // reached it, so any method may be sent again; one cut by the closing listener may have been applied,
-      // so only a call that may run twice is (GET, PUT, PATCH and DELETE of configuration: the same change
-      // applied twice is the same configuration). Up to 5 s: at load 8 on 2 cores a GET right after a GUI
-      // change still found it down after the 2 s allowed before. Pings are not retried: they measure.
+      // reached it, so any call may be sent again (up to 5 s: at load 8 on 2 cores a GET right after a GUI
+      // change still found it down after 2 s). A call cut by the closing listener may have been applied:
+      // only a GET is sent again, unless the caller says what a cut means (`cut: 'done'`: the GUI change
+      // whose own restart cut its answer). Sending changes again is not safe: a password is hashed with a new
+      // salt each time, so a resent password change restarted the listener again and cut its own answer
+      // again, in a loop (seen at load 6). The key is read again for each try: a key change is a GUI change.
+      // Pings are not retried: they measure.
       const retryUntil = path === '/rest/system/ping' ? 0 : Date.now() + 5000;
       for (;;) {
         try {
+          headers['X-API-Key'] = this.apiKey() ?? key;
           res = await send(u, method, headers, body, opts.timeoutMs ?? this.timeoutMs);
           break;
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
-          const again = code === 'ECONNREFUSED' || (method !== 'POST' && (code === 'ECONNRESET' || code === 'EPIPE'));
+          const cut = code === 'ECONNRESET' || code === 'EPIPE';
+          if (cut && opts.cut === 'done') {
+            res = { status: 200, text: '' };
+            break;
+          }
+          const again = code === 'ECONNREFUSED' || (method === 'GET' && cut);
           if (!again || Date.now() > retryUntil) throw e;
-          await new Promise((r) => setTimeout(r, 100));
         }
+        await new Promise((r) => setTimeout(r, 100));
       }
     } catch (e) {
       throw new ApiError(503, 'FileSyncUnavailable', `Syncthing is not running properly (${(e as Error).message === 'timeout' ? 'no answer in time' : 'not reachable'})`);
@@ -86,7 +95,7 @@ export class SyncthingClient {
       json = undefined;
     }
     if (res.status >= 400) {
-      const msg = redactText(text.trim(), key).slice(0, 500);
+      const msg = redactText(text.trim(), this.apiKey() ?? key).slice(0, 500);
       throw new ApiError(res.status, 'FileSyncError', msg || `Syncthing answered ${res.status}`);
     }
     return { status: res.status, text, json };

@@ -85,9 +85,15 @@ export function makeHandlers(d: HandlerDeps) {
       const gui = async () => JSON.stringify((await st().call('GET', '/rest/config/gui')).json);
       const before = d.listener ? await gui() : '';
       const starts = d.listener?.starts() ?? 0;
-      const out = await answer(method(v.method, 'PUT'), '/rest/config/gui', { body: needConfig(v) }, 'GUI configuration applied');
+      // An answer cut by the listener's restart is the change applied: the restart is its effect.
+      const out = await answer(method(v.method, 'PUT'), '/rest/config/gui', { body: needConfig(v), cut: 'done' }, 'GUI configuration applied');
       const end = Date.now() + 30_000;
-      if (d.listener && (await gui()) !== before) await d.listener.startedAfter(starts, 30_000);
+      if (d.listener) {
+        // Read back on the old listener, or refused for the client's 5 s: the listener is restarting (a key
+        // change was followed by 7 s and more of refusals at load 6).
+        const changed = await gui().then((after) => after !== before, () => true);
+        if (changed) await d.listener.startedAfter(starts, end - Date.now());
+      }
       while (Date.now() < end && !(await st().ping())) await new Promise((r) => setTimeout(r, 100));
       return out;
     },
