@@ -216,6 +216,15 @@ function transpile(esbuildPath, files, out) {
     fs.writeFileSync(f.path, f.text.replace(RELATIVE_TS, (_, before, q, p, m) => `${before}${q}${p}.${m ?? ''}js${q}`));
   }
 }
+/**
+ * Test support: these repo-relative TypeScript files into dist/ beside the build, where a child process run
+ * from dist/ finds them (core/paths.ts maps a plugins folder inside the repo to its place under dist/), and
+ * their relative imports reach the built host. The corectl tests load their fixture plugin this way, so
+ * corectl runs as it ships, on plain node: 0.3 s of CPU a run against 1.5 s through tsx.
+ */
+export function transpileIntoDist(files) {
+  transpile(path.join(ROOT, 'node_modules', 'esbuild', 'lib', 'main.js'), files, DIST);
+}
 /** `from "./x.ts"`, `import "../x.ts"`, `import("./x.ts")` (and .mts, .cts) as esbuild prints them. */
 const RELATIVE_TS = /(\b(?:from|import)\s*\(?\s*)(["'])(\.\.?\/[^"'\n]*?)\.(m|c)?ts\2/g;
 

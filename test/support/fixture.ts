@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from '../../core/config.ts';
 import { startNode, tempDir, type StartOptions, type TestNode } from './node.ts';
+import { transpileIntoDist } from '../../scripts/build.mjs';
 
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixture');
 export const FIXTURE_PLUGINS = path.join(FIXTURES, 'plugins');
@@ -19,6 +20,17 @@ export const APP_OWNER = '1FixtureAppOwnerxxxxxxxxxxxxxxxxx';
 export function sessionFor(id: string): Record<string, string> {
   const q = new URLSearchParams({ legacyid: id, signature: 'test-signature', loginPhrase: `phrase-of-${id}-xxxxxxxxxxxxxxxxxxxxxxxx` });
   return { legacyidauth: q.toString() };
+}
+
+/**
+ * The fixture plugin built into dist/ (test/support/fixture/plugins/... there), where a CLI run from dist/
+ * finds it under FIXTURE_PLUGINS; its imports reach the built host. Once per process.
+ */
+let fixtureBuilt = false;
+export function buildFixturePluginIntoDist(): void {
+  if (fixtureBuilt) return;
+  transpileIntoDist([path.relative(REPO_ROOT, path.join(FIXTURE_PLUGINS, 'fixture', 'index.ts'))]);
+  fixtureBuilt = true;
 }
 
 /** A temp folder holding copies of the named manifests (repo files by plugin id, or fixture file paths). */
