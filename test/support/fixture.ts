@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from '../../core/config.ts';
 import { startNode, tempDir, type StartOptions, type TestNode } from './node.ts';
+// @ts-expect-error: plain JavaScript without types (it runs before anything is built)
 import { transpileIntoDist } from '../../scripts/build.mjs';
 
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixture');
