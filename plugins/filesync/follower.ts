@@ -93,6 +93,12 @@ export class Follower {
   private firstRoundAt = 0;
   private readonly roles = new Map<string, { role: 'primary' | 'standby'; since: number }>();
   private readonly heard = new Map<string, { node: string; since: number; at: number }>();
+  /**
+   * Folders whose pause for an unmounted volume was reported (`filesync.paused`), once per unmount. Kept
+   * apart from Syncthing's config: a pause Syncthing applied for a call that then failed (a timeout at
+   * load) looked done on the next round, and its event was never sent (a suite run at load 8).
+   */
+  private readonly pausedReported = new Set<string>();
   private unsubscribe: (() => void) | null = null;
   private selfDevice = '';
 
@@ -226,8 +232,9 @@ export class Follower {
     const { listed, nodes, reached, devices } = await this.others(app.name, peers);
     if (!c.mounted) {
       // Never share the folder of an unmounted volume: what is there is the empty mount point.
-      if (existing && (!existing.paused || existing.type !== 'receiveonly')) {
-        await this.putFolder({ ...existing, paused: true, type: 'receiveonly' });
+      if (existing && (!existing.paused || existing.type !== 'receiveonly')) await this.putFolder({ ...existing, paused: true, type: 'receiveonly' });
+      if (existing && !this.pausedReported.has(folder)) {
+        this.pausedReported.add(folder);
         this.d.emit('filesync.paused', { app: app.name, folder, reason: 'volume not mounted' });
       }
       if (mode === 'g') {
@@ -243,6 +250,7 @@ export class Follower {
       const managed = new Set((await this.d.devices.find({})).map((r) => r.device));
       return ((existing?.devices ?? []) as { deviceID: string }[]).map((x) => x.deviceID).filter((x) => devices.has(x) || !managed.has(x));
     }
+    this.pausedReported.delete(folder);
     const state = (await this.d.store.findOne({ folder })) ?? (await this.d.store.insert({ folder, app: app.name, mode, acquired: false }));
     for (const o of reached) {
       await this.recordDevice(o);

@@ -124,6 +124,8 @@ describe('filesync: r: and g: app data across three nodes of a real peer mesh', 
       const [b] = await promoted(1, 'gapp');
       return b.mounted === false && b.state === 'paused';
     }, 30_000);
+    // Sent once the pause is applied: it may follow the paused state by a moment.
+    await until('filesync.paused on B', async () => (await events(1, 'filesync.paused')).length > 0, 30_000);
     assert.deepEqual(await events(1, 'filesync.paused'), [{ app: 'gapp', folder: 'coredb_gapp', reason: 'volume not mounted' }]);
     fs.writeFileSync(path.join(appdata(0, 'coredb_gapp'), 'db2.bin'), 'rows 101-200');
     await until('db2.bin on C', () => has(2, 'coredb_gapp', 'db2.bin', 'rows 101-200'), 60_000);
