@@ -26,6 +26,8 @@ const DIST = path.join(ROOT, 'dist');
 const STAMP = path.join(DIST, '.build-stamp');
 /** Compiled (the .ts files) and copied (anything else the code reads next to itself, e.g. a .mjs helper). */
 const SOURCE_DIRS = ['core', 'lib', 'plugins'];
+/** The transform (a dev dependency). */
+const ESBUILD = path.join(ROOT, 'node_modules', 'esbuild', 'lib', 'main.js');
 /** Files whose change changes the output. */
 const INPUTS = ['tsconfig.json', 'scripts/build.mjs'];
 
@@ -154,8 +156,7 @@ function compile() {
   const t0 = performance.now();
   const files = sources();
   const stamp = fingerprint(files).join('\n') + '\n'; // taken first: an edit made during the build makes it stale
-  const esbuild = path.join(ROOT, 'node_modules', 'esbuild', 'lib', 'main.js');
-  if (!fs.existsSync(esbuild)) {
+  if (!fs.existsSync(ESBUILD)) {
     const e = new BuildError('esbuild is not installed; run `npm ci` (with the dev dependencies) first');
     // `npm ci --omit=dev` runs `prepare` too: the install itself need not fail, the start will say why.
     e.exitCode = process.env.npm_lifecycle_event === 'prepare' ? 0 : 1;
@@ -166,7 +167,7 @@ function compile() {
   const tmp = path.join(ROOT, `dist.tmp-${process.pid}`);
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
-    transpile(esbuild, files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')), tmp);
+    transpile(ESBUILD, files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')), tmp);
   } catch (e) {
     fs.rmSync(tmp, { recursive: true, force: true });
     throw new BuildError(`esbuild failed: ${e.message}; dist/ left as it was`);
@@ -223,7 +224,7 @@ function transpile(esbuildPath, files, out) {
  * corectl runs as it ships, on plain node: 0.3 s of CPU a run against 1.5 s through tsx.
  */
 export function transpileIntoDist(files) {
-  transpile(path.join(ROOT, 'node_modules', 'esbuild', 'lib', 'main.js'), files, DIST);
+  transpile(ESBUILD, files, DIST);
 }
 /** `from "./x.ts"`, `import "../x.ts"`, `import("./x.ts")` (and .mts, .cts) as esbuild prints them. */
 const RELATIVE_TS = /(\b(?:from|import)\s*\(?\s*)(["'])(\.\.?\/[^"'\n]*?)\.(m|c)?ts\2/g;

@@ -101,8 +101,14 @@ export class Supervisor {
       const left = end - Date.now();
       if (left <= 0) return false;
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.apiWaiters.push(() => (clearTimeout(t), resolve()));
+        const woken = () => (clearTimeout(t), resolve());
+        // On time out the waiter leaves the list, so waits that end unanswered do not pile up.
+        const t = setTimeout(() => {
+          const i = this.apiWaiters.indexOf(woken);
+          if (i >= 0) this.apiWaiters.splice(i, 1);
+          resolve();
+        }, left);
+        this.apiWaiters.push(woken);
       });
     }
     return true;

@@ -116,7 +116,7 @@ describe('filesync: routes over a supervised Syncthing', function () {
       assert.deepEqual(ok(await get('/filesync/health')), { status: 'OK' });
       ok(await post('/filesync/config/ldap', { method: 'patch', config: { searchBaseDN: `ou=${theme}` } }));
     }
-    // A change that changes nothing restarts nothing, and is answered too.
+    // A change that changes nothing (no restart to wait for) is answered, and the API still serves.
     ok(await post('/filesync/config/gui', { method: 'patch', config: { theme: 'default' } }));
     assert.deepEqual(ok(await get('/filesync/health')), { status: 'OK' });
   });
