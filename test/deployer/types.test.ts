@@ -91,7 +91,12 @@ describe('deployer project types, hooks and options', function () {
     for (const f of cleanup.splice(0).reverse()) await f();
   });
   const deployer = async (repo: Repo, extra: Record<string, string> = {}): Promise<TestDeployer> => {
-    const d = await startDeployer(testEnv(repo, await freePort(), tempDir(), { DEBOUNCE_DELAY: '0', DEPLOYMENT_TIMEOUT: '170', ...extra }));
+    // A 20 s health window (10 × 2 s), not the default 3 s: \`bundle exec ruby\` takes 0.45 s to answer on an
+    // idle machine here and took more than 3 s in CI's loaded run (health_check_failed, rolled back). No
+    // test in this file waits for a failing check, and a probe that answers ends the wait at once.
+    const d = await startDeployer(
+      testEnv(repo, await freePort(), tempDir(), { DEBOUNCE_DELAY: '0', DEPLOYMENT_TIMEOUT: '170', HEALTH_CHECK_DELAY: '2', ...extra }),
+    );
     cleanup.push(() => repo.remove(), () => d.close());
     return d;
   };
