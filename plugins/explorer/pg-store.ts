@@ -5,9 +5,10 @@
  *
  * A run of blocks is one transaction of three round trips whatever its size: start (with the writer lock
  * and the stored tip), the delete of the held outputs it spends (which returns them to the plan), and one
- * statement that takes whole arrays (`unnest`, sent in binary) for everything else it writes; then the commit. Writers take a transaction-scoped advisory lock and check
- * that the stored tip is the one this node last wrote: several nodes may share one index, one writes at a
- * time, and a node that finds the tip moved by another reloads it and carries on from there.
+ * statement that takes whole arrays (`unnest`, sent in binary) for everything else it writes; then the
+ * commit. Writers take a transaction-scoped advisory lock and check that the stored tip is the one this
+ * node last wrote: several nodes may share one index, one writes at a time, and a node that finds the tip
+ * moved by another reloads it and carries on from there.
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
