@@ -3,7 +3,8 @@
  * commits it as several transactions of whole blocks) interrupted by a crash keeps whole blocks only, with
  * the tip at the last one, and what it holds equals a model of those blocks (outputs, and the running
  * balances); the rest then goes on top. Runs handed over while earlier ones are written (group commit) go
- * in order, and a failed one fails those queued behind it. An index of the previous schema is migrated at open.
+ * in order, and a failed one fails those queued behind it. An output the index already holds (a duplicate
+ * coinbase) is held once, as the later block left it. An index of the previous schema is migrated at open.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -130,21 +131,23 @@ for (const kind of storeKinds())
       const b0 = coinbase(0, '');
       const b1 = coinbase(1, b0.hash);
       const b2 = coinbase(2, b1.hash);
+      const b3 = coinbase(3, b2.hash);
       const store = await kind.make('bip30');
       await store.open();
       await store.applyBlocks([b0]);
+      // A run repeating an output the index holds.
       await store.applyBlocks([b1]);
-      // Within one run too (the second repeat meets the first in the plan, then the index).
-      await store.applyBlocks([b2]);
-      assert.deepEqual(store.tip(), { height: 2, hash: b2.hash });
+      // A run whose two blocks repeat it: the later meets the earlier in the plan, both meet the index.
+      await store.applyBlocks([b2, b3]);
+      assert.deepEqual(store.tip(), { height: 3, hash: b3.hash });
       const held = (await store.utxos(ADDRS[0])).map((u) => `${u.txid}:${u.vout}:${u.height}`);
-      assert.deepEqual(held, [`${h('the same coinbase')}:0:2`]);
-      assert.deepEqual((await store.utxos(ADDRS[1])).map((u) => u.height), [0, 1, 2]);
-      // The blocks after it are written as usual.
-      const b3 = coinbase(3, b2.hash);
-      b3.outputs.shift();
-      await store.applyBlocks([b3]);
+      assert.deepEqual(held, [`${h('the same coinbase')}:0:3`]);
       assert.deepEqual((await store.utxos(ADDRS[1])).map((u) => u.height), [0, 1, 2, 3]);
+      // The blocks after them are written as usual.
+      const b4 = coinbase(4, b3.hash);
+      b4.outputs.shift();
+      await store.applyBlocks([b4]);
+      assert.deepEqual((await store.utxos(ADDRS[1])).map((u) => u.height), [0, 1, 2, 3, 4]);
       await store.close();
     });
 
