@@ -6,7 +6,8 @@
  *    `getblock <hash> 2`, same look-ahead) and doing nothing with it (the baseline), and indexing the same
  *    blocks with the scanner into a fresh store of each kind, which holds blocks 0..WARMUP before the clock
  *    starts (its writer started and warm, as in a node that has been indexing). Figures: blocks and transactions per second,
- *    the ratio index / fetch (goal >= 0.8), best of ROUNDS.
+ *    the ratio index / fetch (goal >= 0.8), best of ROUNDS; per round, CPU a block by process and thread, and
+ *    the main thread's GC pauses a block (scavenges apart: with the node's 2 MB semi-space they are most of it).
  * 2. Scale. A synthetic index of OUTPUTS unspent outputs and as many transaction entries (one transaction
  *    per output; one address holds BIG of them (1M, at most half), the rest spread over addresses holding
  *    ~9 each; scripts/bench/explorer-synthetic.ts) is written in bulk (`--build bulk`, the default: sorted
@@ -38,6 +39,7 @@ import fs from 'node:fs';
 import pg from 'pg';
 import os from 'node:os';
 import path from 'node:path';
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { REPO_ROOT } from '../../core/config.ts';
 import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
@@ -193,14 +195,16 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
   const cpuShare = (c: NodeJS.CpuUsage, ms: number) => ((c.user + c.system) / 1000 / ms).toFixed(2);
   // CPU ms of a block, by who spends it: this process's main thread (RPC answers, JSON, the scanner), the rest
   // of this process (SQLite's writer thread, V8's and libuv's helpers), and litecoind (its JSON of every block).
-  const cpuNow = () => ({ main: threadMs(process.pid, process.pid), all: processCpuMs(), daemon: threadMs(ltc.pid), threads: threadsMs(), pg: stores.pgPid ? treeMs(stores.pgPid) : 0 });
+  const cpuNow = () => ({ main: threadMs(process.pid, process.pid), all: processCpuMs(), daemon: threadMs(ltc.pid), threads: threadsMs(), pg: stores.pgPid ? treeMs(stores.pgPid) : 0, gc: { ...gcPauses } });
   const perBlock = (a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>, kind?: Kind) => {
     const f = (x: number) => (x / blocks).toFixed(2);
     // The busiest other thread of a SQLite round is its writer thread.
     const busiest = Math.max(0, ...[...b.threads].filter(([t]) => t !== process.pid).map(([t, ms]) => ms - (a.threads.get(t) ?? 0)));
     // Only while a PostgreSQL index is written: its pool's backends live through that round (and exit after).
     const server = kind === 'postgres' ? `, PostgreSQL ${f(b.pg - a.pg)}` : '';
-    return `CPU a block: main ${f(b.main - a.main)}, busiest other thread ${f(busiest)}, all others ${f(b.all - a.all - (b.main - a.main))}, litecoind ${f(b.daemon - a.daemon)}${server} ms`;
+    // The main thread's GC pauses (scavenges, and the rest: mark-compact steps and finalisation).
+    const gc = `GC pauses ${f(b.gc.minorMs - a.gc.minorMs)} (${b.gc.minor - a.gc.minor} scavenges) + ${f(b.gc.otherMs - a.gc.otherMs)}`;
+    return `CPU a block: main ${f(b.main - a.main)} (${gc}), busiest other thread ${f(busiest)}, all others ${f(b.all - a.all - (b.main - a.main))}, litecoind ${f(b.daemon - a.daemon)}${server} ms`;
   };
   const fetchBlockCpu: string[] = [];
   const splits: Record<Kind, string[]> = { sqlite: [], postgres: [] };
@@ -245,6 +249,17 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
 }
 
 /** CPU ms a thread (`tid` of process `pid`) or a whole process (no `tid`) has used, from /proc. */
+/** GC pauses of this process's main thread so far (PerformanceObserver 'gc' entries), scavenges apart. */
+const gcPauses = { minor: 0, minorMs: 0, otherMs: 0 };
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) {
+      gcPauses.minor++;
+      gcPauses.minorMs += e.duration;
+    } else gcPauses.otherMs += e.duration;
+  }
+}).observe({ entryTypes: ['gc'] });
+
 function threadMs(pid: number, tid?: number): number {
   const f = fs.readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in USER_HZ (100)
