@@ -248,7 +248,6 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
   }
 }
 
-/** CPU ms a thread (`tid` of process `pid`) or a whole process (no `tid`) has used, from /proc. */
 /** GC pauses of this process's main thread so far (PerformanceObserver 'gc' entries), scavenges apart. */
 const gcPauses = { minor: 0, minorMs: 0, otherMs: 0 };
 new PerformanceObserver((list) => {
@@ -260,6 +259,7 @@ new PerformanceObserver((list) => {
   }
 }).observe({ entryTypes: ['gc'] });
 
+/** CPU ms a thread (`tid` of process `pid`) or a whole process (no `tid`) has used, from /proc. */
 function threadMs(pid: number, tid?: number): number {
   const f = fs.readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime + stime, in USER_HZ (100)
