@@ -6,7 +6,6 @@
 import { eventually } from '../support/wait.ts';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +15,7 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { createDeployerHost, deployerConfigFromEnv } from '../support/deployer.ts';
 import type { Host } from '../../core/host.ts';
 import type { Answer } from '../support/node.ts';
+import { rawRequest } from '../support/raw-http.ts';
 import { entryArgs } from '../support/entry.ts';
 
 const require = createRequire(import.meta.url);
@@ -108,40 +108,12 @@ export function nodeApp(version: string, o: { build?: string; serve?: boolean; l
 export type { Answer };
 
 /**
- * One exchange on a connection of its own, as git hosts deliver webhooks and curl calls /status. Not fetch:
- * its pool reuses idle connections, and the deployer under test runs in this process, so a test that blocks
- * the event loop for longer than the service's 5 s keep-alive (12 git commits at load 9) sent its next
- * request on an idle connection whose keep-alive timer then fired first: the server closed it with the
- * request unread, and the test saw ECONNRESET (1 run in 3 of security.test.ts at load 8-9; traced with the
- * connection guard's close events).
+ * A deployer running in this process. Each of its requests goes on a connection of its own, as git hosts
+ * deliver webhooks and curl calls /status. Through fetch's pool, a test that blocked its event loop past the
+ * service's 5 s keep-alive (12 git commits at load 9) sent its next delivery on an idle connection whose
+ * keep-alive timer then fired first: closed with the request unread, ECONNRESET (1 run in 3 of
+ * security.test.ts at load 8-9, traced with the connection guard's close events).
  */
-function request(url: string, o: { method?: string; body?: string | Buffer; headers?: Record<string, string> } = {}): Promise<Answer> {
-  const body = o.body === undefined ? undefined : Buffer.from(o.body);
-  // A declared length, as fetch sends for a string body (the service drains small refused bodies by it).
-  const headers = { ...o.headers, ...(body ? { 'content-length': String(body.length) } : {}) };
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: o.method ?? 'GET', headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        let json: any;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) for (const x of [v ?? []].flat()) h.append(k, x);
-        resolve({ status: res.statusCode!, headers: h, text, json });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 export interface TestDeployer {
   host: Host;
   url: string;
@@ -181,7 +153,7 @@ export async function startDeployer(env: Record<string, string>): Promise<TestDe
   const port = await host.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const post = (p: string, body: string | Buffer, headers: Record<string, string> = {}) =>
-    request(url + p, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    rawRequest(url, p, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
   let n = 0;
   return {
     host,
@@ -189,7 +161,7 @@ export async function startDeployer(env: Record<string, string>): Promise<TestDe
     root: env.DEPLOY_ROOT,
     appPort: Number(env.APP_PORT),
     env,
-    get: (p, headers) => request(url + p, { headers }),
+    get: (p, headers) => rawRequest(url, p, { headers }),
     post,
     async github(event, payload, o = {}) {
       const body = JSON.stringify(payload);

@@ -16,6 +16,7 @@ import zlib from 'node:zlib';
 import tar from 'tar-stream';
 import { unmountUnder } from '../support/docker.ts';
 import { data, error } from '../apps/support.ts';
+import { rawRequest } from '../support/raw-http.ts';
 import { eventually } from '../support/wait.ts';
 import { hostileArchives, tgz } from './archives.ts';
 import { containerRunning, DOCKER_POLL, settle, startWorld, type VolumesWorld } from './support.ts';
@@ -56,24 +57,7 @@ describe('volumes: routes on a real app volume', function () {
 
   const h = () => world.node.headers;
   /** GET with the path sent as written: fetch would resolve `..`, `%2e%2e` and `.` segments before sending. */
-  const rawGet = (p: string, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; text: string; json: any; headers: Headers }>((resolve, reject) => {
-      const u = new URL(world.node.url);
-      http.get({ host: u.hostname, port: u.port, path: p, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          let json: any;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, text, json, headers: new Headers(res.headers as Record<string, string>) });
-        });
-      }).on('error', reject);
-    });
+  const rawGet = (p: string, headers: Record<string, string> = {}) => rawRequest(world.node.url, p, { headers });
   const get = (p: string, who: 'owner' | 'coreTeam' | 'admin' | 'other' = 'owner') => rawGet(p, h()[who]);
   const post = (p: string, body: unknown, who: 'owner' | 'coreTeam' | 'admin' | 'other' = 'owner') => world.node.post(p, body, h()[who]);
   const op = async (p: string, body: unknown, who: 'owner' | 'coreTeam' = 'owner') => settle(world.node, await post(p, body, who), h()[who]);
