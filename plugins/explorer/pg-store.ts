@@ -67,8 +67,12 @@ const OUTPUT_ROWS = (n: number) =>
   `SELECT * FROM unnest($${n}::bytea[], $${n + 1}::int4[], $${n + 2}::text[], $${n + 3}::int4[], $${n + 4}::int8[], $${n + 5}::bytea[], $${n + 6}::bool[])`;
 const PUT_OUTPUTS = `INSERT INTO explorer_utxo ${OUTPUT_ROWS(1)} ON CONFLICT DO NOTHING`;
 /** Outpoints joined to the outputs table; `RETURNING` what the caller needs. */
-const TAKE_OUTPUTS = (returning: string) =>
+const takeOutputs = (returning: string) =>
   `DELETE FROM explorer_utxo u USING unnest($1::bytea[], $2::int4[]) AS d(txid, vout) WHERE u.txid = d.txid AND u.vout = d.vout RETURNING ${returning}`;
+/** A run's spent outputs, whole (for its plan and undo records). */
+const TAKE_SPENT = takeOutputs('u.*');
+/** An undone block's outputs: what the balances need. */
+const TAKE_CREATED = takeOutputs('u.address, u.satoshis');
 const ADD_BALANCES = `INSERT INTO explorer_balance SELECT * FROM unnest($1::text[], $2::int8[])
   ON CONFLICT (address) DO UPDATE SET satoshis = explorer_balance.satoshis + excluded.satoshis`;
 const DEL_TXS = `DELETE FROM explorer_tx t USING unnest($1::text[], $2::int4[], $3::bytea[]) AS d(address, nheight, txid)
@@ -93,7 +97,8 @@ WITH journal AS (INSERT INTO explorer_journal SELECT * FROM unnest($1::int4[], $
   balances AS (INSERT INTO explorer_balance SELECT * FROM unnest($17::text[], $18::int8[])
     ON CONFLICT (address) DO UPDATE SET satoshis = explorer_balance.satoshis + excluded.satoshis)
 INSERT INTO explorer_meta VALUES ('tip', $15) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
-const WRITE_RUN = { strict: writeRunSql(false), tolerant: writeRunSql(true) };
+/** Named: parsed once per connection, not per run. */
+const WRITE_RUN = { strict: { name: 'explorer_write_run', text: writeRunSql(false) }, tolerant: { name: 'explorer_write_run_tolerant', text: writeRunSql(true) } };
 /** PostgreSQL's SQLSTATE for a unique violation. */
 const UNIQUE_VIOLATION = '23505';
 
@@ -273,7 +278,7 @@ export class PgExplorerStore implements ExplorerStore {
         const r = await c.query<Row>({
           // Named: parsed once per connection, not per run.
           name: 'explorer_take_spent',
-          text: TAKE_OUTPUTS('u.*'),
+          text: TAKE_SPENT,
           values: [byteaArrayFromHex(keys.map((k) => k.txid)), int4Array(keys.map((k) => k.vout))],
         });
         return r.rows.map(toUtxo);
@@ -282,7 +287,7 @@ export class PgExplorerStore implements ExplorerStore {
       // The rest of the run in one statement (one round trip): journal records, new outputs and entries, old
       // journal records pruned, balances, the tip moved. Inside the transaction the crash points of the
       // tests all fall after it (a crash anywhere in the transaction is a rollback).
-      await c.query({ name: tolerant ? 'explorer_write_run_tolerant' : 'explorer_write_run', text: tolerant ? WRITE_RUN.tolerant : WRITE_RUN.strict, values: [
+      await c.query({ ...(tolerant ? WRITE_RUN.tolerant : WRITE_RUN.strict), values: [
         int4Array(plan.undo.map((u) => u.height)),
         textArray(plan.undo.map((u) => u.hash)),
         textArray(plan.undo.map((u) => u.prev)),
@@ -324,7 +329,7 @@ export class PgExplorerStore implements ExplorerStore {
 
   private async revert(c: pg.PoolClient, j: BlockUndo): Promise<void> {
     const gone = j.outputs.length
-      ? (await c.query<{ address: string; satoshis: string }>(TAKE_OUTPUTS('u.address, u.satoshis'), [byteaArrayFromHex(j.outputs.map((o) => o.txid)), int4Array(j.outputs.map((o) => o.vout))])).rows
+      ? (await c.query<{ address: string; satoshis: string }>(TAKE_CREATED, [byteaArrayFromHex(j.outputs.map((o) => o.txid)), int4Array(j.outputs.map((o) => o.vout))])).rows
       : [];
     if (j.txs.length) await c.query(DEL_TXS, [textArray(j.txs.map((t) => t.address)), int4Array(j.txs.map(() => -j.height)), byteaArrayFromHex(j.txs.map((t) => t.txid))]);
     if (j.spent.length) await c.query(PUT_OUTPUTS, outputColumns(j.spent));
