@@ -21,7 +21,7 @@ import { overlayHandlers } from './overlay.ts';
 import { paymentHandlers } from './payment.ts';
 import { portHandlers } from './ports.ts';
 import { ensurePgpKey } from './pgp.ts';
-import { schema } from './settings.ts';
+import { schema, softwareRoot } from './settings.ts';
 import { stateHandlers } from './state.ts';
 import { streamHandlers } from './streamchain.ts';
 import { createUpnp, keepOwnPorts } from './upnp.ts';
@@ -44,6 +44,7 @@ export default definePlugin({
   configSchema: schema,
   async setup(ctx) {
     const started = ctx.clock.now();
+    const config = { ...ctx.config, softwareDir: ctx.config.softwareDir || softwareRoot() };
     const own = path.join(ctx.node.dataDir, 'node');
     // The store answering a trivial query is the first fitness check (reference gate 1).
     const probe = ctx.store('probe');
@@ -109,8 +110,8 @@ export default definePlugin({
           off();
         }),
         ...logHandlers(ctx.config, ctx.node.dataDir, ctx.daemonControl),
-        ...stateHandlers({ config: ctx.config, node: ctx.node, daemon: ctx.daemon, benchmark, dos, geo, pgp: async () => pgpKey }),
-        ...controlHandlers(ctx.config, {
+        ...stateHandlers({ config, node: ctx.node, daemon: ctx.daemon, benchmark, dos, geo, pgp: async () => pgpKey }),
+        ...controlHandlers(config, {
           daemon: ctx.daemonControl,
           rpc: ctx.daemon,
           warmMs: ctx.config.daemon.warmWaitMs,

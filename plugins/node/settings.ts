@@ -2,6 +2,7 @@
  * The `node:` config section. Commands are argument vectors (never shell strings): request input never
  * reaches a command line, and the operator sees exactly what runs.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configSchema } from '../../core/plugin-api.ts';
@@ -59,7 +60,17 @@ export interface NodeConfig {
   firewall: { tool: 'ufw' | 'nft' | 'none'; command: Argv; nft: { family: string; table: string; inputChain: string; outputChain: string } };
 }
 
-export const REPO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/**
+ * The node software's own checkout: the nearest folder above this file that holds a package.json. From the
+ * sources that is two levels up; from the build (dist/plugins/node/) three: a fixed `../..` made the
+ * shipped node's default software folder `dist/`, which is no git checkout (updatecore refused).
+ */
+export function softwareRoot(from = path.dirname(fileURLToPath(import.meta.url))): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(from, '../..');
+  }
+}
 export const API_PORTS = Array.from({ length: 8 }, (_, i) => 16127 + 10 * i);
 
 const argv = { type: 'array', items: { type: 'string', minLength: 1, maxLength: 4096 }, minItems: 1, maxItems: 64 };
@@ -74,7 +85,9 @@ export const schema = configSchema<NodeConfig>({
     eventStream: { type: 'boolean', default: false },
     eventStreamKeepaliveMs: { type: 'integer', minimum: 100, maximum: 600_000, default: 15_000 },
     development: { type: 'boolean', default: false },
-    softwareDir: { type: 'string', minLength: 1, default: REPO_DIR },
+    // Empty: the node's own checkout (softwareRoot()). A constant default keeps the schema the same on every
+    // machine, so the build's compiled validator serves it (core/plugins/config-validators.ts).
+    softwareDir: { type: 'string', default: '' },
     git: {
       type: 'object',
       additionalProperties: false,

@@ -12,6 +12,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { VERSION } from '../../core/version.ts';
 import { processTree, readProc } from '../../scripts/lib/process-tree.ts';
+import { fetchAnswer, type TestNode } from '../support/node.ts';
+import { bitcoinWallet, login } from '../support/wallets.ts';
 import { REPO_ROOT, Service, corectl, eventually, freePort, get, run, tempDir } from './support.ts';
 
 const MIN_RUN_MS = 65_000;
@@ -24,6 +26,7 @@ describe('CLI entry points, run as real commands', function () {
   let node: Service;
   let startedAt: number;
   let pids: number[];
+  const operator = bitcoinWallet();
 
   before(async function () {
     // `npm start` builds a stale tree itself; building here first keeps a build (tens of seconds on a busy
@@ -35,7 +38,7 @@ describe('CLI entry points, run as real commands', function () {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const config = path.join(dir, 'node.yaml');
-    fs.writeFileSync(config, `api: { port: ${port}, host: 127.0.0.1 }\ndataDir: ${path.join(dir, 'data')}\n`);
+    fs.writeFileSync(config, `api: { port: ${port}, host: 127.0.0.1 }\ndataDir: ${path.join(dir, 'data')}\ninitial: { legacyid: ${operator.legacyid} }\n`);
     env = { CORENODE_CONFIG: config };
     startedAt = Date.now();
     node = new Service('npm', ['start'], env);
@@ -64,6 +67,16 @@ describe('CLI entry points, run as real commands', function () {
     it('answers GET /core/version with the envelope', async () => {
       const res = await get(`${base}/core/version`);
       assert.deepEqual(res.json, { status: 'success', data: VERSION });
+    });
+
+    it('its software folder (updatecore, backendfolder) defaults to this checkout, not dist/', async () => {
+      const client = {
+        get: (p: string, headers?: Record<string, string>) => fetchAnswer(base + p, { headers }),
+        post: (p: string, body: unknown, headers?: Record<string, string>) => fetchAnswer(base + p, { method: 'POST', body: JSON.stringify(body), headers }),
+      } as unknown as TestNode;
+      const { header } = await login(client, operator);
+      const res = await fetchAnswer(`${base}/core/backendfolder`, { headers: { legacyidauth: header } });
+      assert.deepEqual(res.json, { status: 'success', data: REPO_ROOT });
     });
   });
 
