@@ -176,7 +176,7 @@ function compile() {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
     fs.copyFileSync(path.join(ROOT, f), path.join(tmp, f));
   }
-  cacheManifests(tmp);
+  prepareCaches(tmp);
   fs.writeFileSync(path.join(tmp, '.build-stamp'), stamp);
   const old = path.join(ROOT, `dist.old-${process.pid}`);
   try {
@@ -230,20 +230,40 @@ export function transpileIntoDist(files) {
 const RELATIVE_TS = /(\b(?:from|import)\s*\(?\s*)(["'])(\.\.?\/[^"'\n]*?)\.(m|c)?ts\2/g;
 
 /**
- * dist/manifest-cache.json: the shipped manifests parsed and their route schemas compiled by the code just
- * built (core/manifest/cache.ts), so the node's start skips both for them. Only an optimisation: when it
- * cannot be made, the build still succeeds and the node parses every manifest.
+ * What the build checks once so that no node start repeats it (only optimisations: when they cannot be made,
+ * the build still succeeds and the node does the work itself):
+ * - dist/manifest-cache.json: the shipped manifests parsed and their route schemas compiled by the code just
+ *   built (core/manifest/cache.ts), so the node's start skips both for them;
+ * - dist/config-validators.cjs: the shipped plugins' config schemas compiled to standalone validators
+ *   (core/plugins/config-validators.ts).
+ * One child process for both, on the tree just built.
  */
-function cacheManifests(out) {
+function prepareCaches(out) {
   const dir = path.join(ROOT, 'manifests');
   const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => path.join(dir, f)) : [];
-  const mod = pathToFileURL(path.join(out, 'core', 'manifest', 'cache.js')).href;
-  const script = `const { ManifestCache } = await import(${JSON.stringify(mod)});
+  const pluginsDir = path.join(out, 'plugins');
+  const plugins = fs.existsSync(pluginsDir) ? fs.readdirSync(pluginsDir).map((id) => path.join(pluginsDir, id, 'index.js')).filter((f) => fs.existsSync(f)).map((f) => pathToFileURL(f).href) : [];
+  const url = (f) => JSON.stringify(pathToFileURL(f).href);
+  const script = `const { ManifestCache } = await import(${url(path.join(out, 'core', 'manifest', 'cache.js'))});
     const c = ManifestCache.build(${JSON.stringify(files)}); c.write(${JSON.stringify(path.join(out, 'manifest-cache.json'))});
-    process.stdout.write(String(c.size));`;
+    process.stdout.write(String(c.size) + ' ');
+    try {
+      const { configValidatorsCode, CONFIG_VALIDATORS_FILE } = await import(${url(path.join(out, 'core', 'plugins', 'config-validators.js'))});
+      const schemas = [];
+      for (const href of ${JSON.stringify(plugins)}) {
+        const def = (await import(href)).default;
+        if (def?.configSchema) schemas.push(def.configSchema);
+      }
+      (await import('node:fs')).writeFileSync(${JSON.stringify(out)} + '/' + CONFIG_VALIDATORS_FILE, configValidatorsCode(schemas));
+      process.stdout.write(String(schemas.length));
+    } catch (e) {
+      process.stderr.write('build: config validators not made (each node compiles them at start): ' + e.message + '\\n');
+    }`;
   const res = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  process.stderr.write(res.stderr.split('\n').filter((l) => l.startsWith('build: ')).map((l) => l + '\n').join(''));
+  const [cached] = res.stdout.split(' ').map(Number);
   if (res.status !== 0) process.stderr.write(`build: manifest cache not made (the node parses every manifest at start): ${res.stderr.trim().split('\n').pop()}\n`);
-  else if (Number(res.stdout) < files.length) process.stderr.write(`build: ${files.length - Number(res.stdout)} of ${files.length} manifests are not cached (invalid: the node will say why)\n`);
+  else if (cached < files.length) process.stderr.write(`build: ${files.length - cached} of ${files.length} manifests are not cached (invalid: the node will say why)\n`);
 }
 
 function main(mode) {

@@ -12,7 +12,8 @@ import type { Manifest } from '../manifest/parse.ts';
 import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api.ts';
 import type { PluginState } from './state.ts';
 import { fromEnvText, type NodeConfig } from '../config.ts';
-import { describeError, lazyAjv } from '../manifest/schema.ts';
+import { describeError } from '../manifest/schema.ts';
+import { configValidator } from './config-validators.ts';
 import { pluginEntry } from '../paths.ts';
 import { checkRouteData } from '../manifest/route-data.ts';
 
@@ -221,8 +222,6 @@ export function pluginDeps(def: PluginDefinition): string[] {
     .map((ref) => ref.id);
 }
 
-const configAjv = lazyAjv({ useDefaults: true, verbose: true });
-
 /**
  * A plugin's config section, validated by its configSchema with defaults filled in. Environment variables
  * the plugin binds (`env`) override the file; an error about a bound key names the variable
@@ -238,7 +237,7 @@ export function validatePluginConfig(def: PluginDefinition, config: NodeConfig, 
     if (v !== undefined && v !== '') section[key] = fromEnvText(name, props[key]?.type, v);
   }
   if (def.configSchema) {
-    const v = configAjv().compile(def.configSchema);
+    const v = configValidator(def.configSchema);
     if (!v(section)) {
       const { path, text } = describeError(def.id, v.errors![0]);
       const byEnv = bound.find(([, key]) => key === path[0]);
