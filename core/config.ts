@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ErrorObject } from 'ajv';
-import { createAjv, describeError } from './manifest/schema.ts';
+import { describeError } from './manifest/schema.ts';
+import { configValidator } from './config-validators.ts';
 import { YamlSource } from './manifest/yaml-source.ts';
 
 import { REPO_ROOT } from './paths.ts';
@@ -68,7 +69,7 @@ export interface NodeConfig {
   [section: string]: unknown;
 }
 
-const schema = {
+export const nodeConfigSchema = {
   type: 'object',
   properties: {
     api: {
@@ -156,9 +157,9 @@ const schema = {
   additionalProperties: { type: 'object' },
 } as const;
 
-// The schema above is fixed (and covered by the config tests): checking it against JSON Schema's own
-// meta-schema at every start cost about 22 ms of CPU (measured), for nothing.
-const validate = createAjv({ useDefaults: true, validateSchema: false }).compile(schema);
+// Compiled by the build with the plugins' config schemas (core/config-validators.ts); compiling it here at
+// module load cost every node start and every corectl run 55-75 ms of CPU (profiled).
+const validate = () => configValidator(nodeConfigSchema);
 
 export class ConfigError extends Error {}
 
@@ -168,8 +169,9 @@ export class ConfigError extends Error {}
  */
 export function resolveConfig(raw: Record<string, unknown>, source = '(defaults)', locate?: (e: ErrorObject) => string): NodeConfig {
   const cfg = structuredClone(raw ?? {});
-  if (!validate(cfg)) {
-    const err = validate.errors![0];
+  const v = validate();
+  if (!v(cfg)) {
+    const err = v.errors![0];
     throw new ConfigError(locate ? locate(err) : `${source}: ${describeError('', err).text}`);
   }
   const out = cfg as unknown as NodeConfig;
@@ -274,7 +276,7 @@ function setPath(obj: Record<string, unknown>, keyPath: string, value: unknown):
 
 /** The JSON Schema type of a host config key (`api.port` -> integer). */
 function typeAt(keyPath: string): string | undefined {
-  let s: any = schema;
+  let s: any = nodeConfigSchema;
   for (const k of keyPath.split('.')) s = s?.properties?.[k];
   return keyPath.endsWith('.port') ? 'port' : s?.type;
 }

@@ -234,8 +234,8 @@ const RELATIVE_TS = /(\b(?:from|import)\s*\(?\s*)(["'])(\.\.?\/[^"'\n]*?)\.(m|c)
  * the build still succeeds and the node does the work itself):
  * - dist/manifest-cache.json: the shipped manifests parsed and their route schemas compiled by the code just
  *   built (core/manifest/cache.ts), so the node's start skips both for them;
- * - dist/config-validators.cjs: the shipped plugins' config schemas compiled to standalone validators
- *   (core/plugins/config-validators.ts).
+ * - dist/config-validators.cjs: the node's config schema and the shipped plugins' compiled to standalone
+ *   validators (core/config-validators.ts).
  * One child process for both, on the tree just built.
  */
 function prepareCaches(out) {
@@ -248,8 +248,8 @@ function prepareCaches(out) {
     const c = ManifestCache.build(${JSON.stringify(files)}); c.write(${JSON.stringify(path.join(out, 'manifest-cache.json'))});
     process.stdout.write(String(c.size) + ' ');
     try {
-      const { configValidatorsCode, CONFIG_VALIDATORS_FILE } = await import(${url(path.join(out, 'core', 'plugins', 'config-validators.js'))});
-      const schemas = [];
+      const { configValidatorsCode, CONFIG_VALIDATORS_FILE } = await import(${url(path.join(out, 'core', 'config-validators.js'))});
+      const schemas = [(await import(${url(path.join(out, 'core', 'config.js'))})).nodeConfigSchema];
       for (const href of ${JSON.stringify(plugins)}) {
         const def = (await import(href)).default;
         if (def?.configSchema) schemas.push(def.configSchema);

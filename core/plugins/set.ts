@@ -13,7 +13,7 @@ import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api
 import type { PluginState } from './state.ts';
 import { fromEnvText, type NodeConfig } from '../config.ts';
 import { describeError } from '../manifest/schema.ts';
-import { configValidator } from './config-validators.ts';
+import { configValidator } from '../config-validators.ts';
 import { pluginEntry } from '../paths.ts';
 import { checkRouteData } from '../manifest/route-data.ts';
 

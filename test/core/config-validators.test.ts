@@ -1,8 +1,9 @@
 /**
- * The build's plugin config validators (core/plugins/config-validators.ts): the standalone code validates as
- * the compiled schema does (defaults filled in alike, the same first error, worded alike by the host), and
- * the build holds one for every shipped plugin's schema, so no shipped schema may carry a default computed
- * from where or how the code runs (the node plugin's software folder did: every start then compiled it).
+ * The build's config validators (core/config-validators.ts): the standalone code validates as the compiled
+ * schema does (defaults filled in alike, the same first error, worded alike by the host), and the build
+ * holds one for the node's config schema and every shipped plugin's, so no shipped schema may carry a
+ * default computed from where or how the code runs (the node plugin's software folder did: every start
+ * then compiled it).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -10,9 +11,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { REPO_ROOT, BUILD_DIR } from '../../core/paths.ts';
-import { CONFIG_VALIDATORS_FILE, configValidatorsCode, schemaKey } from '../../core/plugins/config-validators.ts';
+import { CONFIG_VALIDATORS_FILE, configValidatorsCode, schemaKey } from '../../core/config-validators.ts';
 import { createAjv, describeError } from '../../core/manifest/schema.ts';
 import type { PluginDefinition } from '../../core/plugin-api.ts';
+import { nodeConfigSchema } from '../../core/config.ts';
 
 /** Standalone code evaluated as the CommonJS module the node requires (its requires resolve from the repository). */
 function load(code: string): Record<string, ValidateFunction> {
@@ -35,7 +37,7 @@ function wrongInputs(schema: any): unknown[] {
   return out;
 }
 
-describe('plugin config validators from the build', () => {
+describe('config validators from the build', () => {
   const plugins: PluginDefinition[] = [];
   before(async () => {
     for (const id of fs.readdirSync(path.join(REPO_ROOT, 'plugins')).sort()) {
@@ -44,10 +46,12 @@ describe('plugin config validators from the build', () => {
       const def = (await import(file)).default as PluginDefinition;
       if (def.configSchema) plugins.push(def);
     }
-    assert.ok(plugins.length >= 8, `only ${plugins.length} plugins with a config schema`);
+    // The node's own section schema, under the host's name.
+    plugins.unshift({ id: 'host', configSchema: nodeConfigSchema } as unknown as PluginDefinition);
+    assert.ok(plugins.length >= 9, `only ${plugins.length} plugins with a config schema`);
   });
 
-  it('validate as the compiled schema: the same defaults, validity and first error, for every shipped plugin', () => {
+  it('validate as the compiled schema: the same defaults, validity and first error, for the node and every shipped plugin', () => {
     const standalone = load(configValidatorsCode(plugins.map((p) => p.configSchema!)));
     const ajv = createAjv({ useDefaults: true, verbose: true });
     let compared = 0;
@@ -69,7 +73,7 @@ describe('plugin config validators from the build', () => {
     assert.ok(compared > 100, `${compared} inputs compared`);
   });
 
-  it('the build holds a validator for every shipped plugin schema, as the sources make it here', () => {
+  it('the build holds a validator for the node\'s schema and every shipped plugin\'s, as the sources make them here', () => {
     const built = createRequire(import.meta.url)(path.join(BUILD_DIR, CONFIG_VALIDATORS_FILE)) as Record<string, ValidateFunction>;
     for (const p of plugins) assert.equal(typeof built[schemaKey(p.configSchema!)], 'function', `${p.id}: its schema differs between the build and the sources`);
   });

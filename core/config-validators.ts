@@ -1,7 +1,7 @@
 /**
- * Plugin config validators compiled by the build. Compiling the shipped plugins' config schemas with ajv
- * was about 160 ms of CPU at every start of a node (measured: 1.3-1.6 s to the first 200 on a 2-vCPU VM),
- * for schemas that change only with the code. So the build (scripts/build.mjs) compiles them once, with
+ * Config validators compiled by the build. Compiling the shipped plugins' config schemas with ajv was about
+ * 160 ms of CPU at every start of a node, the node's own config schema 55-75 ms more (measured: 1.3-1.6 s
+ * of CPU to the first 200 on a 2-vCPU VM), for schemas that change only with the code. So the build (scripts/build.mjs) compiles them once, with
  * the same ajv options, into ajv's standalone JavaScript in `dist/config-validators.cjs`, keyed by the
  * SHA-256 of each schema's JSON; a node running the compiled tree requires that file (about 10 ms) and
  * takes a validator from it when its schema's key is there. Any other schema (a vendor's plugin, a schema
@@ -13,8 +13,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import standaloneModule from 'ajv/dist/standalone/index.js';
-import { BUILD_DIR, BUILT } from '../paths.ts';
-import { createAjv, lazyAjv } from '../manifest/schema.ts';
+import { BUILD_DIR, BUILT } from './paths.ts';
+import { createAjv, lazyAjv } from './manifest/schema.ts';
 
 // ajv's standalone module is CommonJS; under NodeNext its default export arrives wrapped.
 const standaloneCode = ((standaloneModule as any).default ?? standaloneModule) as (ajv: ReturnType<typeof createAjv>, refs: Record<string, string>) => string;
