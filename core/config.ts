@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ErrorObject } from 'ajv';
 import { describeError } from './manifest/schema.ts';
-import { configValidator } from './config-validators.ts';
+import { validatorFor } from './built-validators.ts';
 import { YamlSource } from './manifest/yaml-source.ts';
 
 import { REPO_ROOT } from './paths.ts';
@@ -157,9 +157,9 @@ export const nodeConfigSchema = {
   additionalProperties: { type: 'object' },
 } as const;
 
-// Compiled by the build with the plugins' config schemas (core/config-validators.ts); compiling it here at
+// Compiled by the build with the plugins' config schemas (core/built-validators.ts); compiling it here at
 // module load cost every node start and every corectl run 55-75 ms of CPU (profiled).
-const validate = () => configValidator(nodeConfigSchema);
+const validate = () => validatorFor('config', nodeConfigSchema);
 
 export class ConfigError extends Error {}
 

@@ -234,9 +234,9 @@ const RELATIVE_TS = /(\b(?:from|import)\s*\(?\s*)(["'])(\.\.?\/[^"'\n]*?)\.(m|c)
  * the build still succeeds and the node does the work itself):
  * - dist/manifest-cache.json: the shipped manifests parsed and their route schemas compiled by the code just
  *   built (core/manifest/cache.ts), so the node's start skips both for them;
- * - dist/config-validators.cjs: the node's config schema and the shipped plugins' compiled to standalone
- *   validators (core/config-validators.ts).
- * One child process for both, on the tree just built.
+ * - dist/config-validators.cjs and dist/route-data-validators.cjs: the node's config schema, the shipped
+ *   plugins' config and route data schemas compiled to standalone validators (core/built-validators.ts).
+ * One child process for all, on the tree just built.
  */
 function prepareCaches(out) {
   const dir = path.join(ROOT, 'manifests');
@@ -248,16 +248,19 @@ function prepareCaches(out) {
     const c = ManifestCache.build(${JSON.stringify(files)}); c.write(${JSON.stringify(path.join(out, 'manifest-cache.json'))});
     process.stdout.write(String(c.size) + ' ');
     try {
-      const { configValidatorsCode, CONFIG_VALIDATORS_FILE } = await import(${url(path.join(out, 'core', 'config-validators.js'))});
-      const schemas = [(await import(${url(path.join(out, 'core', 'config.js'))})).nodeConfigSchema];
+      const fs = await import('node:fs');
+      const { validatorsCode, validatorsFile } = await import(${url(path.join(out, 'core', 'built-validators.js'))});
+      const config = [(await import(${url(path.join(out, 'core', 'config.js'))})).nodeConfigSchema];
+      const routeData = [(await import(${url(path.join(out, 'core', 'manifest', 'route-data.js'))})).NO_ROUTE_DATA];
       for (const href of ${JSON.stringify(plugins)}) {
         const def = (await import(href)).default;
-        if (def?.configSchema) schemas.push(def.configSchema);
+        if (def?.configSchema) config.push(def.configSchema);
+        if (def?.routeData) routeData.push(def.routeData);
       }
-      (await import('node:fs')).writeFileSync(${JSON.stringify(out)} + '/' + CONFIG_VALIDATORS_FILE, configValidatorsCode(schemas));
-      process.stdout.write(String(schemas.length));
+      for (const [kind, schemas] of [['config', config], ['routeData', routeData]])
+        fs.writeFileSync(${JSON.stringify(out)} + '/' + validatorsFile(kind), validatorsCode(kind, schemas));
     } catch (e) {
-      process.stderr.write('build: config validators not made (each node compiles them at start): ' + e.message + '\\n');
+      process.stderr.write('build: validators not made (each node compiles its schemas at start): ' + e.message + '\\n');
     }`;
   const res = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   process.stderr.write(res.stderr.split('\n').filter((l) => l.startsWith('build: ')).map((l) => l + '\n').join(''));

@@ -1,11 +1,22 @@
 /** One place that builds ajv instances, so manifests, config and routes validate alike. */
-import { Ajv, type ErrorObject, type Options } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, Options } from 'ajv';
 
-// ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
-const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+/**
+ * ajv is loaded with the first instance made, not with this module: a node on the compiled tree validates
+ * its config and route data with the build's standalone validators (core/built-validators.ts) and compiles
+ * route schemas on their first request, so its start need not load ajv's compiler (about 80 ms of CPU).
+ */
+function ajvModules(): { Ajv: new (o: Options) => Ajv; addFormats: (ajv: Ajv) => Ajv } {
+  const require = createRequire(import.meta.url);
+  const ajv = require('ajv');
+  const formats = require('ajv-formats');
+  // Both are CommonJS with their export also under `default`.
+  return { Ajv: ajv.Ajv ?? ajv.default, addFormats: formats.default ?? formats };
+}
 
 export function createAjv(opts: Options = {}): Ajv {
+  const { Ajv, addFormats } = ajvModules();
   const ajv = new Ajv({ allErrors: false, strict: false, ...opts });
   addFormats(ajv);
   for (const k of HOST_KEYWORDS) ajv.addKeyword(k);

@@ -13,7 +13,7 @@ import type { PluginDefinition, PluginInstance, ServiceRef } from '../plugin-api
 import type { PluginState } from './state.ts';
 import { fromEnvText, type NodeConfig } from '../config.ts';
 import { describeError } from '../manifest/schema.ts';
-import { configValidator } from '../config-validators.ts';
+import { validatorFor } from '../built-validators.ts';
 import { pluginEntry } from '../paths.ts';
 import { checkRouteData } from '../manifest/route-data.ts';
 
@@ -237,7 +237,7 @@ export function validatePluginConfig(def: PluginDefinition, config: NodeConfig, 
     if (v !== undefined && v !== '') section[key] = fromEnvText(name, props[key]?.type, v);
   }
   if (def.configSchema) {
-    const v = configValidator(def.configSchema);
+    const v = validatorFor('config', def.configSchema);
     if (!v(section)) {
       const { path, text } = describeError(def.id, v.errors![0]);
       const byEnv = bound.find(([, key]) => key === path[0]);

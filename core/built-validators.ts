@@ -1,0 +1,73 @@
+/**
+ * Validators compiled by the build, for schemas that change only with the code. At every start a node
+ * compiled the shipped plugins' config schemas (about 160 ms of CPU), its own config schema (55-75 ms) and
+ * the plugins' route data schemas (about 70 ms with the ajv instance they needed), measured against 1.3-1.6 s
+ * of CPU to the first 200 on a 2-vCPU VM. So the build (scripts/build.mjs) compiles them once, with the same
+ * ajv options, into ajv's standalone JavaScript, one CommonJS file per kind in dist/, each validator keyed
+ * by the SHA-256 of its schema's JSON; a node running the compiled tree requires that file (about 10 ms)
+ * and takes a validator from it when its schema's key is there. Any other schema (a vendor's plugin, a
+ * schema whose default was computed on another machine) misses and is compiled as before: only an
+ * optimisation. CommonJS, because config is validated synchronously and a CommonJS module can be required.
+ */
+import crypto from 'node:crypto';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Options, ValidateFunction } from 'ajv';
+import { BUILD_DIR, BUILT } from './paths.ts';
+import { STRICT_SCHEMAS, createAjv, lazyAjv } from './manifest/schema.ts';
+
+const KINDS = {
+  // Config sections get their defaults filled in; `verbose` gives errors their parentSchema (errorMessage).
+  config: { file: 'config-validators.cjs', options: { useDefaults: true, verbose: true } as Options },
+  // A plugin's data on its routes (core/manifest/route-data.ts), strict: an unknown keyword is an error.
+  routeData: { file: 'route-data-validators.cjs', options: { ...STRICT_SCHEMAS, verbose: true } as Options },
+};
+export type ValidatorKind = keyof typeof KINDS;
+export const VALIDATOR_KINDS = Object.keys(KINDS) as ValidatorKind[];
+export const validatorsFile = (kind: ValidatorKind) => KINDS[kind].file;
+
+const compilers = { config: lazyAjv(KINDS.config.options), routeData: lazyAjv(KINDS.routeData.options) };
+
+/** The key of a schema: the SHA-256 of its JSON (an export name, so it starts with a letter). */
+export function schemaKey(schema: object): string {
+  return `c${crypto.createHash('sha256').update(JSON.stringify(schema)).digest('hex')}`;
+}
+
+/** The standalone CommonJS module validating each of `schemas` as `kind`, exported under its key. */
+export function validatorsCode(kind: ValidatorKind, schemas: object[]): string {
+  // Only the build makes code: ajv's code generator is not loaded by a node.
+  const mod = createRequire(import.meta.url)('ajv/dist/standalone/index.js');
+  const standaloneCode = (mod.default ?? mod) as (ajv: ReturnType<typeof createAjv>, refs: Record<string, string>) => string;
+  const ajv = createAjv({ ...KINDS[kind].options, code: { source: true } });
+  const refs: Record<string, string> = {};
+  for (const s of schemas) {
+    const key = schemaKey(s);
+    if (refs[key]) continue;
+    ajv.addSchema(structuredClone(s), key);
+    refs[key] = key;
+  }
+  return standaloneCode(ajv, refs);
+}
+
+const built: Partial<Record<ValidatorKind, Record<string, ValidateFunction>>> = {};
+function builtValidators(kind: ValidatorKind): Record<string, ValidateFunction> {
+  let v = built[kind];
+  if (v) return v;
+  v = {};
+  if (BUILT) {
+    try {
+      v = createRequire(import.meta.url)(path.join(BUILD_DIR, KINDS[kind].file)) as Record<string, ValidateFunction>;
+    } catch {
+      // not made (the build says why): every schema compiles
+    }
+  }
+  return (built[kind] = v);
+}
+
+/**
+ * The validator of `schema` as `kind`: the build's when it has this schema, else compiled (ajv keeps one
+ * per schema object). Compiling throws on a schema that does not compile.
+ */
+export function validatorFor(kind: ValidatorKind, schema: object): ValidateFunction {
+  return builtValidators(kind)[schemaKey(schema)] ?? compilers[kind]().compile(schema);
+}
