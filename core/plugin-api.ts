@@ -13,6 +13,8 @@ import type { Operation } from './services/queue.ts';
 
 export { ApiError, Reply, reply } from './http/reply.ts';
 export { VERSION } from './version.ts';
+/** The module a plugin's worker thread or child process runs: compiled wherever it can be (core/paths.ts). */
+export { runnableModule } from './paths.ts';
 
 /** Permission levels a manifest route states (spec: Authentication). */
 export const LEVELS = ['public', 'user', 'appowner', 'coreteam', 'admin', 'adminandcoreteam', 'appownerabove'] as const;

@@ -25,6 +25,7 @@ import { KeptBlocks, type Head } from './kept-blocks.ts';
 import { assertExtends, hex } from './plan.ts';
 import { openIndexFile, PAGE_SIZE, readHeads, toUtxo, type Row } from './sqlite-db.ts';
 import type { FromWriter, ToWriter, WriterData } from './sqlite-writer-thread.ts';
+import { runnableModule } from '../../core/plugin-api.ts';
 import { IndexInconsistentError, type ExplorerStore, type Fault, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor } from './store.ts';
 
 export interface SqliteStoreOptions {
@@ -40,6 +41,8 @@ export interface SqliteStoreOptions {
   rowsAhead?: number;
   /** Test hook: a simulated crash in the writer thread (the first writer thread only: a crash happens once). */
   fault?: Fault;
+  /** Test hook: from the sources, start the writer from its TypeScript module through tsx even when dist/ is current. */
+  writerFromSources?: boolean;
 }
 
 /**
@@ -62,26 +65,37 @@ const ROWS_AHEAD = ROWS_PER_TRANSACTION;
 const WRITER_MODULE = new URL(`./sqlite-writer-thread${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
 /**
- * How the writer thread is started. From dist/ (npm start): the compiled module, with the module loaders
- * this process was started with and nothing else of its execArgv (`--eval` and V8 flags do not apply to a
- * thread). From the TypeScript sources (tests, benchmarks under tsx): tsx registers its hooks in the main
- * thread only on Node 20, so a small bootstrap registers them in the thread first, then imports the module.
+ * How the writer thread is started. The compiled module (from dist/, or from the sources when dist/ is
+ * current: runnableModule), with the module loaders this process was started with and nothing else of its
+ * execArgv (`--eval` and V8 flags do not apply to a thread). The TypeScript module otherwise (sources under
+ * tsx with no current build): tsx registers its hooks in the main thread only on Node 20, so a small
+ * bootstrap registers them in the thread first, then imports the module.
  */
-function writerEntry(): { url: URL; execArgv: string[] } {
-  if (!WRITER_MODULE.pathname.endsWith('.ts')) {
+async function writerEntry(fromSources = false): Promise<WriterEntry> {
+  const { url, compiled } = await runnableModule(WRITER_MODULE, fromSources ? async () => false : undefined);
+  if (compiled) {
+    // tsx is for TypeScript: a compiled module started from the sources needs none of its hooks.
+    const loader = (spec: string) => !/(^|[/=])tsx([/]|$)/.test(spec);
     const argv = process.execArgv;
     const execArgv: string[] = [];
     for (let i = 0; i < argv.length; i++) {
       const a = argv[i];
-      if (/^(--require|-r|--import|--loader|--experimental-loader)$/.test(a) && i + 1 < argv.length) execArgv.push(a, argv[++i]);
-      else if (/^(--require|--import|--loader|--experimental-loader)=/.test(a)) execArgv.push(a);
+      if (/^(--require|-r|--import|--loader|--experimental-loader)$/.test(a) && i + 1 < argv.length) {
+        if (loader(argv[i + 1])) execArgv.push(a, argv[i + 1]);
+        i++;
+      } else if (/^(--require|--import|--loader|--experimental-loader)=/.test(a) && loader(a)) execArgv.push(a);
     }
-    return { url: WRITER_MODULE, execArgv };
+    return { url, execArgv };
   }
   // tsx's ESM API (its package exports `./esm/api` as index.mjs for import, index.cjs for require).
   const api = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
   const code = `import { register } from ${JSON.stringify(api)}; register(); await import(${JSON.stringify(WRITER_MODULE.href)});`;
   return { url: new URL(`data:text/javascript,${encodeURIComponent(code)}`), execArgv: [] };
+}
+
+interface WriterEntry {
+  url: URL;
+  execArgv: string[];
 }
 
 type Pending = { resolve: (v: Head | undefined) => void; reject: (e: Error) => void };
@@ -94,8 +108,7 @@ class WriterThread {
   private dead: string | null = null;
   readonly exited: Promise<void>;
 
-  constructor(data: WriterData, onCommitted: (heads: Head[]) => void, onDeath: () => void) {
-    const { url, execArgv } = writerEntry();
+  constructor({ url, execArgv }: WriterEntry, data: WriterData, onCommitted: (heads: Head[]) => void, onDeath: () => void) {
     // The node runs with 2 MB semi-spaces (--max-semi-space-size=2, for its idle RSS), which its threads
     // inherit: a run of ~700 blocks, alive while it is planned and written, was then promoted and marked
     // over and over. The writer gets 8 MB semi-spaces of its own (young generation 24 MB): bench:explorer
@@ -154,6 +167,8 @@ export class SqliteExplorerStore implements ExplorerStore {
   private st: ReturnType<typeof prepareReads> | null = null;
   private readonly kept: KeptBlocks;
   private writer: WriterThread | null = null;
+  /** How its writer thread starts (found at open: whether dist/ is current is checked asynchronously). */
+  private entry: WriterEntry | undefined;
   /** The tip once every run handed to the writer is written (undefined: none in flight, the kept tip). */
   private sentTip: Tip | null | undefined;
   /** Runs handed to the writer and not yet answered. */
@@ -171,6 +186,7 @@ export class SqliteExplorerStore implements ExplorerStore {
 
   async open(): Promise<Tip | null> {
     await this.stopWriter();
+    this.entry ??= await writerEntry(this.opts.writerFromSources);
     this.db?.close();
     this.db = this.st = null;
     const cacheMb = this.opts.cacheMb ?? 64;
@@ -212,6 +228,7 @@ export class SqliteExplorerStore implements ExplorerStore {
     };
     this.fault = undefined;
     const w = new WriterThread(
+      this.entry!,
       data,
       (heads) => this.kept.applied(heads),
       () => {

@@ -10,23 +10,24 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { ApiError } from '../../core/plugin-api.ts';
+import { ApiError, runnableModule } from '../../core/plugin-api.ts';
 import type { ExtractLimits, ExtractStats } from './archive.ts';
 import type { Dir } from './safe-path.ts';
 
-const SOURCE = import.meta.url.endsWith('.ts');
-const WORKER = fileURLToPath(new URL(`./extract-worker.${SOURCE ? 'ts' : 'js'}`, import.meta.url));
+const WORKER = new URL(`./extract-worker${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 /** `nobody`: the worker's user and group when the node runs as root. */
 export const WORKER_ID = 65534;
 
 export async function extractUnprivileged(stage: Dir, archive: FileHandle, limits: ExtractLimits, opts: { signal?: AbortSignal; checkpoint?: () => void } = {}): Promise<ExtractStats> {
   const root = process.getuid?.() === 0;
   if (root) await stage.fh.chown(WORKER_ID, WORKER_ID);
-  // From the sources (tests, tools) the worker is TypeScript: the child loads it through tsx, as this process does.
-  const args = [...(SOURCE ? ['--import', 'tsx'] : []), WORKER, JSON.stringify(limits)];
+  // From the sources (tests, tools) the compiled worker when dist/ is current, else the TypeScript one through tsx.
+  const { url, compiled } = await runnableModule(WORKER);
+  const worker = fileURLToPath(url);
+  const args = [...(compiled ? [] : ['--import', 'tsx']), worker, JSON.stringify(limits)];
   const child = spawn(process.execPath, args, {
     // The repository (or dist/) root: where `--import tsx` resolves from.
-    cwd: path.resolve(path.dirname(WORKER), '../..'),
+    cwd: path.resolve(path.dirname(worker), '../..'),
     stdio: [archive.fd, 'pipe', 'ignore', stage.fh.fd],
     ...(root ? { uid: WORKER_ID, gid: WORKER_ID } : {}),
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: '/tmp' },

@@ -136,8 +136,9 @@ describe('explorer scanner on a real chain', function () {
         await kind.copy('main', file);
         for (let i = 0; i < 3; i++) await activity(ltc, addrs, 500 + i);
         // Runs and transactions of a block each, several runs in flight: the thread dies in the second
-        // transaction, with runs queued behind it.
-        const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1, batchRows: 1, rowsPerTransaction: 1 });
+        // transaction, with runs queued behind it. The thread runs from the TypeScript sources through tsx
+        // (every other test here runs the compiled one, dist/ being current), the path of a tree not built.
+        const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1, batchRows: 1, rowsPerTransaction: 1, writerFromSources: true });
         await scanner.open();
         const before = store.tip()!.height;
         await assert.rejects(scanner.catchUp(), /explorer index writer thread failed: simulated crash after added/);

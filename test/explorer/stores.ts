@@ -22,6 +22,8 @@ export interface StoreOptions {
   fault?: Fault;
   /** SQLite: the most rows its writer puts in one transaction (PostgreSQL: ignored). */
   rowsPerTransaction?: number;
+  /** SQLite: its writer thread from the TypeScript sources through tsx, not from dist/ (PostgreSQL: ignored). */
+  writerFromSources?: boolean;
 }
 
 export interface StoreKind {
@@ -54,7 +56,7 @@ class SqliteKind implements StoreKind {
     return path.join(this.dir, `${name}.sqlite`);
   }
   async make(name: string, opts: StoreOptions = {}) {
-    const s = new SqliteExplorerStore(this.file(name), { undoDepth: opts.undoDepth ?? 1000, fault: opts.fault, rowsPerTransaction: opts.rowsPerTransaction });
+    const s = new SqliteExplorerStore(this.file(name), { undoDepth: opts.undoDepth ?? 1000, fault: opts.fault, rowsPerTransaction: opts.rowsPerTransaction, writerFromSources: opts.writerFromSources });
     this.made.push(s);
     return s;
   }
