@@ -1,5 +1,5 @@
 /**
- * The real node as a child process (`node --import tsx core/cli/node.ts`), for attacks that must hit the
+ * The real node as a child process (`node dist/core/cli/node.js`, as shipped), for attacks that must hit the
  * process itself: its RSS, descriptors and exit are what the tests judge.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

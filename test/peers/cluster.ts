@@ -1,6 +1,6 @@
 /**
  * Real node processes for the peer tests: node i listens on 127.0.0.(2+i) with its own data folder, all
- * seeded with node 0. Each is `node --import tsx core/cli/node.ts` with its own config file.
+ * seeded with node 0. Each is `node dist/core/cli/node.js` (as shipped) with its own config file.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

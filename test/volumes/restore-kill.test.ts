@@ -1,7 +1,7 @@
 /**
  * A restore killed with SIGKILL at every stage leaves the old data (or, once the swap is done, the whole new
  * data), never neither and never a mix, and the component runs again. The app is installed by an in-process
- * node; then the node runs as a child process (`node --import tsx core/cli/node.ts`) on the same data
+ * node; then the node runs as a child process (`node dist/core/cli/node.js`, as shipped) on the same data
  * folder, with `volumes.stageHoldMs` so that the kill lands inside the stage the operation reports.
  *
  * The hold is short (HOLD_MS) and the test proves that each kill landed inside its stage instead of assuming
