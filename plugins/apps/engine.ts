@@ -4,7 +4,7 @@
  */
 import type Docker from 'dockerode';
 import http from 'node:http';
-import { createRequire } from 'node:module';
+import { Module, createRequire } from 'node:module';
 import path from 'node:path';
 import { LABEL_APP, LABEL_MANAGED, MANAGED_FILTER, appFilter, containerName, labelsFor, networkName } from './names.ts';
 import { parseContainerData } from './spec-rules.ts';
@@ -31,6 +31,30 @@ export interface EngineOptions {
 
 const require = createRequire(import.meta.url);
 
+/**
+ * dockerode requires its BuildKit session support at load (lib/session.js: @grpc/grpc-js,
+ * @grpc/proto-loader, protobufjs), used only by image builds with `version: '2'`, which the node never
+ * makes. A stand-in that refuses takes its place in the module cache before dockerode loads: its load went
+ * from 255 to 143 ms of CPU (measured), and grpc's code stays out of memory. Where dockerode lays its
+ * files out otherwise, it loads as it is.
+ */
+function loadDockerode(): typeof Docker {
+  try {
+    const session = createRequire(require.resolve('dockerode'))
+      .resolve('./session.js');
+    require.cache[session] ??= Object.assign(new Module(session), {
+      filename: session,
+      loaded: true,
+      exports: () => {
+        throw new Error('BuildKit sessions are not used by the node');
+      },
+    });
+  } catch {
+    // no such file: nothing to stand in for
+  }
+  return require('dockerode') as typeof Docker;
+}
+
 export class Engine {
   #docker?: Docker;
 
@@ -48,7 +72,7 @@ export class Engine {
    * not there never needs. The rounds begin with listManaged(), which asks Docker first (below).
    */
   get docker(): Docker {
-    return (this.#docker ??= new (require('dockerode') as typeof Docker)({ socketPath: this.o.socketPath }));
+    return (this.#docker ??= new (loadDockerode())({ socketPath: this.o.socketPath }));
   }
 
   /**
