@@ -12,7 +12,7 @@
 import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { Options, ValidateFunction } from 'ajv';
+import type { Ajv, Options, ValidateFunction } from 'ajv';
 import { BUILD_DIR, BUILT } from './paths.ts';
 import { STRICT_SCHEMAS, createAjv, lazyAjv } from './manifest/schema.ts';
 
@@ -21,12 +21,18 @@ const KINDS = {
   config: { file: 'config-validators.cjs', options: { useDefaults: true, verbose: true } as Options },
   // A plugin's data on its routes (core/manifest/route-data.ts), strict: an unknown keyword is an error.
   routeData: { file: 'route-data-validators.cjs', options: { ...STRICT_SCHEMAS, verbose: true } as Options },
+  // Route input (core/http/chain.ts): path parameters and query strings as ajv coerces them, JSON bodies,
+  // and the merged input (input.ts: the host converts strings itself; keys not declared are dropped).
+  routeParams: { file: 'route-params-validators.cjs', options: { ...STRICT_SCHEMAS, coerceTypes: true, useDefaults: true } as Options },
+  routeBody: { file: 'route-body-validators.cjs', options: { ...STRICT_SCHEMAS, useDefaults: true } as Options },
+  routeInput: { file: 'route-input-validators.cjs', options: { ...STRICT_SCHEMAS, useDefaults: true, removeAdditional: 'all' } as Options },
 };
 export type ValidatorKind = keyof typeof KINDS;
 export const VALIDATOR_KINDS = Object.keys(KINDS) as ValidatorKind[];
 export const validatorsFile = (kind: ValidatorKind) => KINDS[kind].file;
+export const validatorOptions = (kind: ValidatorKind): Options => KINDS[kind].options;
 
-const compilers = { config: lazyAjv(KINDS.config.options), routeData: lazyAjv(KINDS.routeData.options) };
+const compilers = Object.fromEntries(VALIDATOR_KINDS.map((k) => [k, lazyAjv(KINDS[k].options)])) as Record<ValidatorKind, () => Ajv>;
 
 /** The key of a schema: the SHA-256 of its JSON (an export name, so it starts with a letter). */
 export function schemaKey(schema: object): string {

@@ -234,8 +234,8 @@ const RELATIVE_TS = /(\b(?:from|import)\s*\(?\s*)(["'])(\.\.?\/[^"'\n]*?)\.(m|c)
  * the build still succeeds and the node does the work itself):
  * - dist/manifest-cache.json: the shipped manifests parsed and their route schemas compiled by the code just
  *   built (core/manifest/cache.ts), so the node's start skips both for them;
- * - dist/config-validators.cjs and dist/route-data-validators.cjs: the node's config schema, the shipped
- *   plugins' config and route data schemas compiled to standalone validators (core/built-validators.ts).
+ * - dist/*-validators.cjs: the node's config schema, the shipped plugins' config and route data schemas and
+ *   the shipped routes' input schemas compiled to standalone validators (core/built-validators.ts).
  * One child process for all, on the tree just built.
  */
 function prepareCaches(out) {
@@ -257,8 +257,10 @@ function prepareCaches(out) {
         if (def?.configSchema) config.push(def.configSchema);
         if (def?.routeData) routeData.push(def.routeData);
       }
-      for (const [kind, schemas] of [['config', config], ['routeData', routeData]])
-        fs.writeFileSync(${JSON.stringify(out)} + '/' + validatorsFile(kind), validatorsCode(kind, schemas));
+      const schemas = { config, routeData, routeParams: [], routeBody: [], routeInput: [] };
+      const { routeSchemas } = await import(${url(path.join(out, 'core', 'http', 'chain.js'))});
+      for (const r of c.routes()) for (const s of routeSchemas(r)) schemas[s.kind].push(s.schema);
+      for (const [kind, list] of Object.entries(schemas)) fs.writeFileSync(${JSON.stringify(out)} + '/' + validatorsFile(kind), validatorsCode(kind, list));
     } catch (e) {
       process.stderr.write('build: validators not made (each node compiles its schemas at start): ' + e.message + '\\n');
     }`;

@@ -16,9 +16,10 @@ import type { RouteSpec } from '../manifest/parse.ts';
 import type { Gates } from '../services/gates.ts';
 import type { OperationsService } from '../services/queue.ts';
 import { SseStream } from './sse.ts';
-import { RequestInput, compileInput, type InputValidator } from './input.ts';
+import { RequestInput, compileInput, inputSchema, type InputValidator } from './input.ts';
 import { NO_PARAMS } from './router.ts';
-import { STRICT_SCHEMAS, describeError, lazyAjv } from '../manifest/schema.ts';
+import { describeError } from '../manifest/schema.ts';
+import { validatorFor, type ValidatorKind } from '../built-validators.ts';
 
 export interface ChainServices {
   auth: AuthService;
@@ -45,11 +46,21 @@ export interface BoundRoute {
   validateInput?: InputValidator;
 }
 
-const coercing = lazyAjv({ ...STRICT_SCHEMAS, coerceTypes: true, useDefaults: true });
-const strict = lazyAjv({ ...STRICT_SCHEMAS, useDefaults: true });
-// Merged input: the host converts path and query strings itself (input.ts); keys not declared are dropped.
-const merged = lazyAjv({ ...STRICT_SCHEMAS, useDefaults: true, removeAdditional: 'all' });
-const AJV_KEYS = new Map([[coercing, 'c'], [strict, 's'], [merged, 'm']]);
+/** The schemas a route's input is checked with, each with the ajv options of its kind (core/built-validators.ts). */
+export function routeSchemas(spec: RouteSpec): RouteSchema[] {
+  const out: RouteSchema[] = [];
+  if (spec.params) out.push({ key: 'validateParams', kind: 'routeParams', schema: spec.params, what: 'params' });
+  if (typeof spec.query === 'object') out.push({ key: 'validateQuery', kind: 'routeParams', schema: spec.query as object, what: 'query' });
+  if (spec.body.schema) out.push({ key: 'validateBody', kind: 'routeBody', schema: spec.body.schema, what: 'body' });
+  if (spec.input) out.push({ key: 'validateInput', kind: 'routeInput', schema: inputSchema(spec.input), what: 'input' });
+  return out;
+}
+interface RouteSchema {
+  key: 'validateParams' | 'validateQuery' | 'validateBody' | 'validateInput';
+  kind: ValidatorKind;
+  schema: object;
+  what: string;
+}
 
 /**
  * Compiled validators by schema text. Reloads build new schema objects each time; without this, every
@@ -63,13 +74,14 @@ const compiled = new Map<string, ValidateFunction>();
  * compile the schemas of some 370 routes most of which a node never serves (about 0.45 s of CPU, measured).
  */
 export function bindRoute(spec: RouteSpec, handler: BoundHandler | undefined, lazy = false): BoundRoute {
-  const compile = (ajv: typeof strict, schema: object | undefined, what: string) => {
+  const compile = (kind: ValidatorKind, schema: object | undefined, what: string) => {
     if (!schema) return undefined;
-    const key = `${AJV_KEYS.get(ajv)}${JSON.stringify(schema)}`;
+    const key = `${kind}${JSON.stringify(schema)}`;
     const hit = compiled.get(key);
     if (hit) return hit;
     try {
-      const fn = ajv().compile(schema);
+      // The build's standalone validator for a shipped route's schema, else compiled now.
+      const fn = validatorFor(kind, schema);
       compiled.set(key, fn);
       return fn;
     } catch (e) {
@@ -81,14 +93,9 @@ export function bindRoute(spec: RouteSpec, handler: BoundHandler | undefined, la
     handler,
     info: { id: spec.id, plugin: spec.plugin, method: spec.method, path: spec.path, level: spec.level, meta: spec.meta },
   };
-  const validators = {
-    validateParams: spec.params ? () => compile(coercing, spec.params, 'params') : undefined,
-    validateQuery: typeof spec.query === 'object' ? () => compile(coercing, spec.query as object, 'query') : undefined,
-    validateBody: spec.body.schema ? () => compile(strict, spec.body.schema, 'body') : undefined,
-    validateInput: spec.input ? () => compileInput(spec.input!, (schema) => compile(merged, schema, 'input')!) : undefined,
-  };
-  for (const [key, make] of Object.entries(validators) as [keyof typeof validators, () => any][]) {
-    if (!make) continue;
+  for (const { key, kind, schema, what } of routeSchemas(spec)) {
+    // The merged input's validator wraps the compiled schema with the host's conversions (input.ts).
+    const make = (): any => (key === 'validateInput' ? compileInput(spec.input!, (s) => compile(kind, s, what)!) : compile(kind, schema, what));
     if (!lazy) route[key] = make();
     else {
       // Stands in until the first call, then puts the compiled validator in its place (a validator's

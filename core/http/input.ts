@@ -85,6 +85,9 @@ type Convert = (v: unknown) => unknown;
  * string becomes its type; then the schema (ajv, strict). The host converts rather than ajv's coerceTypes:
  * ajv reads '1e3' and '99999999999999999999' as integers, and a daemon must get exactly what was typed.
  */
+/** The JSON Schema the merged input of a route declaring `spec` is validated with. */
+export const inputSchema = (spec: InputSpec): object => ({ type: 'object', ...spec.schema });
+
 export function compileInput(spec: InputSpec, compile: (schema: object) => ValidateFunction): InputValidator {
   const props: Record<string, any> = spec.schema.properties ?? {};
   const convert = new Map<string, Convert>();
@@ -92,7 +95,7 @@ export function compileInput(spec: InputSpec, compile: (schema: object) => Valid
     const c = converter(name, s);
     if (c) convert.set(name, c);
   }
-  const validate = compile({ type: 'object', ...spec.schema });
+  const validate = compile(inputSchema(spec));
   const useBody = spec.from.includes('body');
   // `additionalProperties: false` on the input refuses an undeclared key instead of dropping it (ajv's
   // removeAdditional would drop it silently): routes that must answer 400 to `?limit[$gt]=0` say so.

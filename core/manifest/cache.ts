@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { bindRoute } from '../http/chain.ts';
 import { BUILD_DIR, BUILT, REPO_ROOT } from '../paths.ts';
-import { parseManifest, type Manifest } from './parse.ts';
+import { parseManifest, type Manifest, type RouteSpec } from './parse.ts';
 
 /** Stands for the file name in cached `file:line:column` sources; the name is the one the node is given. */
 const FILE = '\u0000';
@@ -70,6 +70,11 @@ export class ManifestCache {
 
   get size(): number {
     return Object.keys(this.data.entries).length;
+  }
+
+  /** Every route of every cached manifest (the build compiles their input schemas: core/built-validators.ts). */
+  routes(): RouteSpec[] {
+    return Object.values(this.data.entries).flatMap((m) => m.routes);
   }
 
   write(file: string): void {

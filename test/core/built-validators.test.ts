@@ -1,7 +1,8 @@
 /**
  * The build's validators (core/built-validators.ts): the standalone code validates as the compiled schema
- * does (defaults filled in alike, the same first error, worded alike by the host), for the node's config
- * schema and every shipped plugin's config and route data schemas; and the build holds each of them as the
+ * does (defaults filled in alike, coerced alike, the same first error, worded alike by the host), for the
+ * node's config schema, every shipped plugin's config and route data schemas and every shipped route's
+ * input schemas; and the build holds each of them as the
  * sources make it, so no shipped schema may carry a default computed from where or how the code runs (the
  * node plugin's software folder did: every start then compiled it).
  */
@@ -11,8 +12,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { REPO_ROOT, BUILD_DIR } from '../../core/paths.ts';
-import { VALIDATOR_KINDS, schemaKey, validatorsCode, validatorsFile, type ValidatorKind } from '../../core/built-validators.ts';
-import { STRICT_SCHEMAS, createAjv, describeError } from '../../core/manifest/schema.ts';
+import { VALIDATOR_KINDS, schemaKey, validatorOptions, validatorsCode, validatorsFile, type ValidatorKind } from '../../core/built-validators.ts';
+import { createAjv, describeError } from '../../core/manifest/schema.ts';
+import { routeSchemas } from '../../core/http/chain.ts';
+import { repoManifestCache } from '../support/node.ts';
 import type { PluginDefinition } from '../../core/plugin-api.ts';
 import { nodeConfigSchema } from '../../core/config.ts';
 import { NO_ROUTE_DATA } from '../../core/manifest/route-data.ts';
@@ -37,11 +40,14 @@ function wrongInputs(schema: any): unknown[] {
   return out;
 }
 
-/** As each kind compiles at run time when the build has no validator (core/built-validators.ts). */
-const OPTIONS: Record<ValidatorKind, object> = { config: { useDefaults: true, verbose: true }, routeData: { ...STRICT_SCHEMAS, verbose: true } };
-
 describe('validators compiled by the build', () => {
-  const schemas: Record<ValidatorKind, { id: string; schema: object }[]> = { config: [{ id: 'host', schema: nodeConfigSchema }], routeData: [{ id: '(none)', schema: NO_ROUTE_DATA }] };
+  const schemas: Record<ValidatorKind, { id: string; schema: object }[]> = {
+    config: [{ id: 'host', schema: nodeConfigSchema }],
+    routeData: [{ id: '(none)', schema: NO_ROUTE_DATA }],
+    routeParams: [],
+    routeBody: [],
+    routeInput: [],
+  };
   before(async () => {
     for (const id of fs.readdirSync(path.join(REPO_ROOT, 'plugins')).sort()) {
       const file = path.join(REPO_ROOT, 'plugins', id, 'index.ts');
@@ -52,12 +58,14 @@ describe('validators compiled by the build', () => {
     }
     assert.ok(schemas.config.length >= 9, `only ${schemas.config.length} config schemas`);
     assert.ok(schemas.routeData.length >= 3, `only ${schemas.routeData.length} route data schemas`);
+    for (const r of repoManifestCache().routes()) for (const s of routeSchemas(r)) schemas[s.kind].push({ id: `${r.id} ${s.what}`, schema: s.schema });
+    assert.ok(schemas.routeInput.length >= 100, `only ${schemas.routeInput.length} route input schemas`);
   });
 
   for (const kind of VALIDATOR_KINDS) {
     it(`${kind}: validate as the compiled schema, with the same defaults, validity and first error, for every shipped schema`, () => {
       const standalone = load(validatorsCode(kind, schemas[kind].map((s) => s.schema)));
-      const ajv = createAjv(OPTIONS[kind]);
+      const ajv = createAjv(validatorOptions(kind));
       let compared = 0;
       for (const { id, schema } of schemas[kind]) {
         const compiled = ajv.compile(schema);
