@@ -2,7 +2,8 @@
  * Validators compiled by the build, for schemas that change only with the code. At every start a node
  * compiled the shipped plugins' config schemas (about 160 ms of CPU), its own config schema (55-75 ms) and
  * the plugins' route data schemas (about 70 ms with the ajv instance they needed), measured against 1.3-1.6 s
- * of CPU to the first 200 on a 2-vCPU VM. So the build (scripts/build.mjs) compiles them once, with the same
+ * of CPU to the first 200 on a 2-vCPU VM; then, at their first requests, the routes' input schemas, with
+ * three ajv instances of 50-80 ms each. So the build (scripts/build.mjs) compiles them once, with the same
  * ajv options, into ajv's standalone JavaScript, one CommonJS file per kind in dist/, each validator keyed
  * by the SHA-256 of its schema's JSON; a node running the compiled tree requires that file (about 10 ms)
  * and takes a validator from it when its schema's key is there. Any other schema (a vendor's plugin, a
