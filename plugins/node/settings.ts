@@ -86,7 +86,7 @@ export const schema = configSchema<NodeConfig>({
     eventStreamKeepaliveMs: { type: 'integer', minimum: 100, maximum: 600_000, default: 15_000 },
     development: { type: 'boolean', default: false },
     // Empty: the node's own checkout (softwareRoot()). A constant default keeps the schema the same on every
-    // machine, so the build's compiled validator serves it (core/plugins/config-validators.ts).
+    // machine, so the build's compiled validator serves it (core/built-validators.ts).
     softwareDir: { type: 'string', default: '' },
     git: {
       type: 'object',
