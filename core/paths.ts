@@ -53,9 +53,11 @@ export async function runnableModule(url: URL, current: () => Promise<boolean> =
   return (await current()) && fs.existsSync(built) ? { url: pathToFileURL(built), compiled: true } : { url, compiled: false };
 }
 
+/** Why dist/ was found not current (null: it was), once builtFromSources has looked. */
+export let builtTreeStale: string | null = null;
 function builtFromSources(): Promise<boolean> {
   return (sourcesBuilt ??= import(pathToFileURL(path.join(REPO_ROOT, 'scripts', 'build.mjs')).href).then(
-    (m: { staleReason(): string | null }) => m.staleReason() === null,
-    () => false,
+    (m: { staleReason(): string | null }) => (builtTreeStale = m.staleReason()) === null,
+    (e: Error) => ((builtTreeStale = `scripts/build.mjs did not load: ${e.message}`), false),
   ));
 }

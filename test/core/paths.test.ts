@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BUILD_DIR, REPO_ROOT, runnableModule } from '../../core/paths.ts';
+import { BUILD_DIR, REPO_ROOT, builtTreeStale, runnableModule } from '../../core/paths.ts';
 import os from 'node:os';
 
 const WORKER = pathToFileURL(path.join(REPO_ROOT, 'plugins', 'volumes', 'extract-worker.ts'));
@@ -34,6 +34,6 @@ describe('core paths: the module a child runs', () => {
   });
 
   it('by default dist/ is checked against the sources: current in a test run (mocha builds it first)', async () => {
-    assert.equal((await runnableModule(WORKER)).compiled, true);
+    assert.equal((await runnableModule(WORKER)).compiled, true, `dist/ was found stale: ${builtTreeStale}`);
   });
 });
