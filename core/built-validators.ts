@@ -71,10 +71,15 @@ function builtValidators(kind: ValidatorKind): Record<string, ValidateFunction> 
   return (built[kind] = v);
 }
 
+const found = Object.fromEntries(VALIDATOR_KINDS.map((k) => [k, new WeakMap<object, ValidateFunction>()])) as Record<ValidatorKind, WeakMap<object, ValidateFunction>>;
+
 /**
- * The validator of `schema` as `kind`: the build's when it has this schema, else compiled (ajv keeps one
- * per schema object). Compiling throws on a schema that does not compile.
+ * The validator of `schema` as `kind`: the build's when it has this schema, else compiled. Kept per schema
+ * object, so a schema checked again (a plugin's config or route data at every reload) is not hashed again.
+ * Compiling throws on a schema that does not compile.
  */
 export function validatorFor(kind: ValidatorKind, schema: object): ValidateFunction {
-  return builtValidators(kind)[schemaKey(schema)] ?? compilers[kind]().compile(schema);
+  let v = found[kind].get(schema);
+  if (!v) found[kind].set(schema, (v = builtValidators(kind)[schemaKey(schema)] ?? compilers[kind]().compile(schema)));
+  return v;
 }

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { VERSION } from '../../core/version.ts';
 import { processTree, readProc } from '../../scripts/lib/process-tree.ts';
-import { fetchAnswer, type TestNode } from '../support/node.ts';
+import { clientAt } from '../support/node.ts';
 import { bitcoinWallet, login } from '../support/wallets.ts';
 import { REPO_ROOT, Service, corectl, eventually, freePort, get, run, tempDir } from './support.ts';
 
@@ -70,12 +70,9 @@ describe('CLI entry points, run as real commands', function () {
     });
 
     it('its software folder (updatecore, backendfolder) defaults to this checkout, not dist/', async () => {
-      const client = {
-        get: (p: string, headers?: Record<string, string>) => fetchAnswer(base + p, { headers }),
-        post: (p: string, body: unknown, headers?: Record<string, string>) => fetchAnswer(base + p, { method: 'POST', body: JSON.stringify(body), headers }),
-      } as unknown as TestNode;
+      const client = clientAt(base);
       const { header } = await login(client, operator);
-      const res = await fetchAnswer(`${base}/core/backendfolder`, { headers: { legacyidauth: header } });
+      const res = await client.get('/core/backendfolder', { legacyidauth: header });
       assert.deepEqual(res.json, { status: 'success', data: REPO_ROOT });
     });
   });

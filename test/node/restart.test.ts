@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
-import { fetchAnswer, type TestNode } from '../support/node.ts';
+import { clientAt } from '../support/node.ts';
 import { bitcoinWallet, login } from '../support/wallets.ts';
 import { err, ok, tmp, waitFor } from './support.ts';
 import { entryArgs } from '../support/entry.ts';
@@ -38,11 +38,7 @@ describe('graceful restart under a supervisor (real node process)', function () 
     });
   }
 
-  const client = {
-    get: (p: string, headers?: Record<string, string>) => fetchAnswer(base + p, { headers }),
-    post: (p: string, body: unknown, headers?: Record<string, string>) =>
-      fetchAnswer(base + p, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'text/plain', ...headers } }),
-  } as unknown as TestNode;
+  const client = clientAt(base);
 
   after(async () => {
     stopping = true;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
-import { fetchAnswer, type Answer, type TestNode, SAFE_NODE } from '../support/node.ts';
+import { clientAt, type Answer, type Client, SAFE_NODE } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
 import { entryArgs } from '../support/entry.ts';
 
@@ -22,7 +22,7 @@ export interface ClusterNode {
   get(p: string, headers?: Record<string, string>): Promise<Answer>;
   post(p: string, body: unknown, headers?: Record<string, string>): Promise<Answer>;
   /** The client as the wallet helpers take it. */
-  client: TestNode;
+  client: Client;
 }
 
 export interface ClusterOptions {
@@ -68,11 +68,8 @@ export class Cluster {
       };
       fs.writeFileSync(configFile, JSON.stringify(config));
       const url = `http://${ip}:${o.port}`;
-      const get = (p: string, headers?: Record<string, string>) => fetchAnswer(url + p, { headers });
-      const post = (p: string, body: unknown, headers?: Record<string, string>) =>
-        fetchAnswer(url + p, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'text/plain', ...headers } });
-      const client = { url, get, post, request: (m: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method: m }) } as unknown as TestNode;
-      this.nodes.push({ i, ip, port: o.port, url, dataDir, configFile, get, post, client });
+      const client = clientAt(url);
+      this.nodes.push({ i, ip, port: o.port, url, dataDir, configFile, get: client.get, post: client.post, client });
     }
   }
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { resolveConfig, REPO_ROOT, type NodeConfig } from '../../core/config.ts';
 import { Host } from '../../core/host.ts';
 import { ManifestCache } from '../../core/manifest/cache.ts';
+import { manifestFiles } from '../../core/manifest/set.ts';
 import type { Clock } from '../../core/plugin-api.ts';
 
 export interface TestNode {
@@ -113,8 +114,23 @@ let shipped: ManifestCache | undefined;
  * as a node on the compiled tree does. A manifest a test changed misses and is parsed and checked in full.
  */
 export function repoManifestCache(): ManifestCache {
-  const dir = path.join(REPO_ROOT, 'manifests');
-  return (shipped ??= ManifestCache.build(fs.readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort().map((f) => path.join(dir, f))));
+  return (shipped ??= ManifestCache.build(manifestFiles([path.join(REPO_ROOT, 'manifests')])));
+}
+
+/** The calls of a test client on a node at `url` (in-process or a child process); POST bodies go as text/plain JSON. */
+export type Client = Pick<TestNode, 'url' | 'get' | 'post' | 'request'>;
+export function clientAt(url: string): Client {
+  const request = (method: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method });
+  return {
+    url,
+    request,
+    get: (p, headers) => request('GET', p, { headers }),
+    post: (p, body, headers) =>
+      request('POST', p, {
+        body: typeof body === 'string' || body instanceof Uint8Array ? (body as any) : JSON.stringify(body),
+        headers: { 'content-type': 'text/plain', ...headers },
+      }),
+  };
 }
 
 export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
@@ -142,19 +158,11 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
   await host.start();
   const port = await host.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
-  const request = (method: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method });
   return {
     host,
-    url,
     dataDir,
     config,
-    request,
-    get: (p, headers) => request('GET', p, { headers }),
-    post: (p, body, headers) =>
-      request('POST', p, {
-        body: typeof body === 'string' || body instanceof Uint8Array ? (body as any) : JSON.stringify(body),
-        headers: { 'content-type': 'text/plain', ...headers },
-      }),
+    ...clientAt(url),
     async close(o = {}) {
       await host.close();
       if (!o.keepData && !opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });

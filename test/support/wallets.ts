@@ -39,7 +39,7 @@ export interface LoggedIn {
 }
 
 /** Ask a phrase, sign it, log in; throws unless the node answered success. */
-export async function login(node: TestNode, wallet: TestWallet, contentType = 'text/plain'): Promise<LoggedIn> {
+export async function login(node: Pick<TestNode, 'get' | 'post'>, wallet: TestWallet, contentType = 'text/plain'): Promise<LoggedIn> {
   const phrase = await node.get('/id/loginphrase');
   if (phrase.json?.status !== 'success') throw new Error(`no phrase: ${phrase.text}`);
   const loginPhrase: string = phrase.json.data;
