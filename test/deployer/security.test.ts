@@ -213,14 +213,17 @@ describe('deployer safety (real service process)', function () {
     // The upper bound only tells "near the timeout" from "at the old 30 s check" (a busy machine is slow).
     assert.ok(cut >= 1900 && cut < 20_000, `slow sender cut after ${cut} ms (WEBHOOK_TIMEOUT 2000)`);
 
-    // `Expect: 100-continue`: the client sends its body only once the server asks for it.
+    // `Expect: 100-continue`: the client sends its body only once the server asks for it. 4 MB, above any
+    // default body limit and well under the webhook's 25 MB: 20 MB took over the 2 s WEBHOOK_TIMEOUT to
+    // arrive once, with the suite's four shards on two cores (answered 408, not 400).
+    const BODY = 4 * 1024 * 1024;
     const ask = (headers: Record<string, string> = {}) =>
       new Promise<{ status: number; continued: boolean }>((resolve, reject) => {
         let continued = false;
-        const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/webhook', headers: { expect: '100-continue', 'content-type': 'application/json', 'content-length': String(20 * 1024 * 1024), ...headers } });
+        const req = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/webhook', headers: { expect: '100-continue', 'content-type': 'application/json', 'content-length': String(BODY), ...headers } });
         req.on('continue', () => {
           continued = true;
-          req.end(Buffer.alloc(20 * 1024 * 1024, 32));
+          req.end(Buffer.alloc(BODY, 32));
         });
         req.on('response', (res) => {
           res.resume();
