@@ -12,12 +12,25 @@ export interface Head {
   prev: string;
 }
 
+/**
+ * The highest height a run ending at `tipHeight` keeps no journal record for: its own blocks at or below it
+ * get none, and the records there are pruned. Normally `undoDepth` below the new tip. While catching up,
+ * `chainHeight` (the daemon's height when the blocks were fetched) raises it: a block the chain is already
+ * `undoDepth` blocks past would have its record pruned by the time the index reaches the chain's tip, so it
+ * is never written. The records kept are those above it, up to the tip: the journal stays one unbroken
+ * stretch ending at the tip. A reorganisation reaching more than `undoDepth` below the chain's tip then
+ * means a rebuild, as one reaching more than `undoDepth` below the index's tip always did.
+ */
+export function journalFloor(undoDepth: number, tipHeight: number, chainHeight = tipHeight): number {
+  return Math.min(Math.max(chainHeight, tipHeight) - undoDepth, tipHeight);
+}
+
 export class KeptBlocks {
   private current: Tip | null = null;
   /** height -> [hash, prev], in height order (insertion order). */
   private readonly recent = new Map<number, [string, string]>();
 
-  constructor(private readonly undoDepth: number) {}
+  constructor(readonly undoDepth: number) {}
 
   /** Take what `open` read: the stored tip and the journal's heads, oldest first. Throws when they disagree. */
   load(tip: Tip | null, heads: Head[]): Tip | null {
@@ -53,11 +66,6 @@ export class KeptBlocks {
     return low;
   }
 
-  /** Journal records at or below this height are pruned by the run that moves the tip to `tipHeight`. */
-  pruneBelow(tipHeight: number): number {
-    return tipHeight - this.undoDepth;
-  }
-
   /** The tip to undo; throws when there is none or its undo record is no longer kept. */
   undoable(): Tip {
     const tip = this.current;
@@ -66,13 +74,15 @@ export class KeptBlocks {
     return tip;
   }
 
-  /** A run was committed: its blocks are kept, the tip is its last, records beyond the undo depth are gone. */
-  applied(undo: Head[]): void {
-    const last = undo.at(-1);
+  /**
+   * A run was committed: the tip is its last block, its blocks above `floor` (journalFloor) are kept, the
+   * records at or below it are gone.
+   */
+  applied(heads: Head[], floor: number): void {
+    const last = heads.at(-1);
     if (!last) return;
     this.current = { height: last.height, hash: last.hash };
-    for (const u of undo) this.recent.set(u.height, [u.hash, u.prev]);
-    const floor = this.pruneBelow(last.height);
+    for (const u of heads) if (u.height > floor) this.recent.set(u.height, [u.hash, u.prev]);
     for (const h of this.recent.keys()) {
       if (h > floor) break; // insertion order is height order
       this.recent.delete(h);

@@ -12,7 +12,7 @@
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { KeptBlocks } from './kept-blocks.ts';
+import { KeptBlocks, journalFloor } from './kept-blocks.ts';
 import { boolArray, byteaArrayFromHex, int4Array, int8Array, textArray } from './pg-arrays.ts';
 import { addBalances, assertExtends, hex, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
 import { IndexInconsistentError, type ExplorerStore, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor, faultHook, type Fault } from './store.ts';
@@ -119,7 +119,7 @@ const outputColumns = (os: Utxo[]) => [
  */
 const ROWS_AHEAD = 20_000;
 
-type Queued = { blocks: ParsedBlock[]; resolve: () => void; reject: (e: unknown) => void };
+type Queued = { blocks: ParsedBlock[]; chainHeight?: number; resolve: () => void; reject: (e: unknown) => void };
 
 export class PgExplorerStore implements ExplorerStore {
   readonly rowsAhead = ROWS_AHEAD;
@@ -236,11 +236,11 @@ export class PgExplorerStore implements ExplorerStore {
     return this.kept.lowestUndoTarget();
   }
 
-  applyBlocks(blocks: ParsedBlock[]): Promise<void> {
+  applyBlocks(blocks: ParsedBlock[], chainHeight?: number): Promise<void> {
     if (!blocks.length) return Promise.resolve();
     return new Promise((resolve, reject) => {
       // The first run queued schedules the write that takes every run queued by the time it starts.
-      if (this.queued.push({ blocks, resolve, reject }) === 1) this.serial(() => this.writeQueued()).catch(() => {});
+      if (this.queued.push({ blocks, chainHeight, resolve, reject }) === 1) this.serial(() => this.writeQueued()).catch(() => {});
     });
   }
 
@@ -249,24 +249,26 @@ export class PgExplorerStore implements ExplorerStore {
     const group = this.queued;
     this.queued = [];
     try {
-      await this.writeRun(group.flatMap((q) => q.blocks));
+      // The chain's height as the newest run saw it.
+      await this.writeRun(group.flatMap((q) => q.blocks), group.at(-1)!.chainHeight);
       for (const q of group) q.resolve();
     } catch (e) {
       for (const q of group) q.reject(e);
     }
   }
 
-  private async writeRun(blocks: ParsedBlock[]): Promise<void> {
+  private async writeRun(blocks: ParsedBlock[], chainHeight: number | undefined): Promise<void> {
     assertExtends(this.kept.tip(), blocks);
+    const floor = journalFloor(this.kept.undoDepth, blocks.at(-1)!.height, chainHeight);
     try {
-      await this.writeRunOnce(blocks, false);
+      await this.writeRunOnce(blocks, floor, false);
     } catch (e) {
       if ((e as { code?: string }).code !== UNIQUE_VIOLATION) throw e;
-      await this.writeRunOnce(blocks, true);
+      await this.writeRunOnce(blocks, floor, true);
     }
   }
 
-  private async writeRunOnce(blocks: ParsedBlock[], tolerant: boolean): Promise<void> {
+  private async writeRunOnce(blocks: ParsedBlock[], floor: number, tolerant: boolean): Promise<void> {
     const fault = this.fault;
     const last = blocks.at(-1)!;
     const plan = await this.tx(async (c, stored) => {
@@ -284,27 +286,28 @@ export class PgExplorerStore implements ExplorerStore {
         return r.rows.map(toUtxo);
       };
       const plan = await planRun(blocks, lookup);
+      const journal = plan.undo.filter((u) => u.height > floor);
       // The rest of the run in one statement (one round trip): journal records, new outputs and entries, old
       // journal records pruned, balances, the tip moved. Inside the transaction the crash points of the
       // tests all fall after it (a crash anywhere in the transaction is a rollback).
       await c.query({ ...(tolerant ? WRITE_RUN.tolerant : WRITE_RUN.strict), values: [
-        int4Array(plan.undo.map((u) => u.height)),
-        textArray(plan.undo.map((u) => u.hash)),
-        textArray(plan.undo.map((u) => u.prev)),
-        textArray(plan.undo.map(packUndo)),
+        int4Array(journal.map((u) => u.height)),
+        textArray(journal.map((u) => u.hash)),
+        textArray(journal.map((u) => u.prev)),
+        textArray(journal.map(packUndo)),
         ...outputColumns(plan.created),
         textArray(plan.txs.map((t) => t.address)),
         int4Array(plan.txs.map((t) => -t.height)),
         byteaArrayFromHex(plan.txs.map((t) => t.txid)),
         JSON.stringify({ height: last.height, hash: last.hash }),
-        this.kept.pruneBelow(last.height),
+        floor,
         textArray([...plan.balances.keys()]),
         int8Array([...plan.balances.values()]),
       ] });
       for (const step of ['journal', 'spent', 'added', 'tip'] as const) fault(step);
       return plan;
     });
-    this.kept.applied(plan.undo);
+    this.kept.applied(plan.undo, floor);
   }
 
   undoTip(): Promise<void> {

@@ -233,7 +233,7 @@ export class Scanner {
       }
       this.timing.writeMs += performance.now() - t;
       const last = blocks.at(-1)!;
-      const w = this.store.applyBlocks(blocks).then(() => {
+      const w = this.store.applyBlocks(blocks, count).then(() => {
         if (Math.floor(last.height / 1000) > Math.floor((blocks[0].height - 1) / 1000)) this.opts.log.info({ height: last.height, daemonHeight: count }, 'explorer: indexing');
         for (const b of blocks) this.stats.txs += b.txCount;
         this.stats.blocks += blocks.length;

@@ -108,7 +108,7 @@ class WriterThread {
   private dead: string | null = null;
   readonly exited: Promise<void>;
 
-  constructor({ url, execArgv }: WriterEntry, data: WriterData, onCommitted: (heads: Head[]) => void, onDeath: () => void) {
+  constructor({ url, execArgv }: WriterEntry, data: WriterData, onCommitted: (heads: Head[], floor: number) => void, onDeath: () => void) {
     // The node runs with 2 MB semi-spaces (--max-semi-space-size=2, for its idle RSS), which its threads
     // inherit: a run of ~700 blocks, alive while it is planned and written, was then promoted and marked
     // over and over. The writer gets 8 MB semi-spaces of its own (young generation 24 MB): bench:explorer
@@ -117,7 +117,7 @@ class WriterThread {
     this.worker.unref(); // kept alive by pending requests only (ref below)
     this.worker.on('message', (m: FromWriter) => {
       if (this.dead) return; // the store has read what the file holds since
-      if (m.op === 'committed') return onCommitted(m.heads);
+      if (m.op === 'committed') return onCommitted(m.heads, m.floor);
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
@@ -142,7 +142,7 @@ class WriterThread {
     return this.dead === null;
   }
 
-  request(m: { op: 'apply'; blocks: ParsedBlock[] } | { op: 'undo'; height: number }): Promise<Head | undefined> {
+  request(m: { op: 'apply'; blocks: ParsedBlock[]; chainHeight?: number } | { op: 'undo'; height: number }): Promise<Head | undefined> {
     if (this.dead) return Promise.reject(new Error(`explorer index writer thread ${this.dead}`));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -230,7 +230,7 @@ export class SqliteExplorerStore implements ExplorerStore {
     const w = new WriterThread(
       this.entry!,
       data,
-      (heads) => this.kept.applied(heads),
+      (heads, floor) => this.kept.applied(heads, floor),
       () => {
         // What it reported committed may not all have arrived: what the file holds is the truth.
         if (this.writer === w) this.writer = null;
@@ -245,11 +245,11 @@ export class SqliteExplorerStore implements ExplorerStore {
     return w;
   }
 
-  async applyBlocks(blocks: ParsedBlock[]): Promise<void> {
+  async applyBlocks(blocks: ParsedBlock[], chainHeight?: number): Promise<void> {
     if (!blocks.length) return;
     assertExtends(this.sentTip === undefined ? this.kept.tip() : this.sentTip, blocks);
     const last = blocks.at(-1)!;
-    const p = this.thread().request({ op: 'apply', blocks });
+    const p = this.thread().request({ op: 'apply', blocks, chainHeight });
     this.sentTip = { height: last.height, hash: last.hash };
     this.inFlight.add(p);
     try {

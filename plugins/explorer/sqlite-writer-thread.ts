@@ -20,9 +20,9 @@ export interface WriterData extends WriterOptions {
   rowsPerTransaction: number;
 }
 
-export type ToWriter = { id: number; op: 'apply'; blocks: ParsedBlock[] } | { id: number; op: 'undo'; height: number } | { id: number; op: 'close' };
+export type ToWriter = { id: number; op: 'apply'; blocks: ParsedBlock[]; chainHeight?: number } | { id: number; op: 'undo'; height: number } | { id: number; op: 'close' };
 export type FromWriter =
-  | { op: 'committed'; heads: Head[] }
+  | { op: 'committed'; heads: Head[]; floor: number }
   | { op: 'done'; id: number; head?: Head }
   | { op: 'failed'; id: number; message: string; name: string };
 
@@ -83,7 +83,8 @@ function applyGroup(reqs: Extract<ToWriter, { op: 'apply' }>[]): void {
   let owners: number[] = [];
   let rows = 0;
   const commit = () => {
-    post({ op: 'committed', heads: open().applyRun(chunk) });
+    // The chain's height as the request of the transaction's last block saw it.
+    post({ op: 'committed', ...open().applyRun(chunk, reqs[owners.at(-1)!].chainHeight) });
     for (const i of owners) left[i]--;
     while (answered < reqs.length && left[answered] === 0) post({ op: 'done', id: reqs[answered++].id });
     chunk = [];

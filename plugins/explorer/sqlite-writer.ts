@@ -10,7 +10,7 @@
  * or not yet.
  */
 import type Database from 'better-sqlite3';
-import type { Head } from './kept-blocks.ts';
+import { journalFloor, type Head } from './kept-blocks.ts';
 import { addBalances, assertExtends, hex, packUndo, planRunSync, unpackUndo, type BlockUndo, type OutPoint, type TxEntry } from './plan.ts';
 import { RowInserter } from './sqlite-rows.ts';
 import { connect, readHeads, toUtxo, type Row } from './sqlite-db.ts';
@@ -54,10 +54,11 @@ export class SqliteWriter {
   }
 
   /**
-   * Plan and write `blocks` (whole blocks, on top of the tip) as one transaction; returns their heads. The
-   * lookup runs on this connection inside the transaction: the plan sees every earlier run.
+   * Plan and write `blocks` (whole blocks, on top of the tip) as one transaction; returns their heads and the
+   * height at and below which no journal record is kept (journalFloor). The lookup runs on this connection
+   * inside the transaction: the plan sees every earlier run.
    */
-  applyRun(blocks: ParsedBlock[]): Head[] {
+  applyRun(blocks: ParsedBlock[], chainHeight?: number): { heads: Head[]; floor: number } {
     assertExtends(this.current, blocks);
     const st = this.st;
     const fault = this.fault;
@@ -70,6 +71,7 @@ export class SqliteWriter {
       return out;
     };
     const last = blocks.at(-1)!;
+    const floor = journalFloor(this.opts.undoDepth, last.height, chainHeight);
     const write = this.db.transaction(() => {
       const plan = planRunSync(blocks, lookup);
       // Rows go in key order of the table they land in: each B-tree is walked once from left to right, so a
@@ -79,7 +81,7 @@ export class SqliteWriter {
       plan.created.sort(byTxid);
       plan.txs.sort(byAddress);
       const balances = [...plan.balances].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
-      st.putJournals.insert(plan.undo);
+      st.putJournals.insert(plan.undo.filter((u) => u.height > floor));
       fault('journal');
       for (const u of plan.removed) st.delOutput.run(hex(u.txid), u.vout);
       fault('spent');
@@ -89,11 +91,11 @@ export class SqliteWriter {
       fault('added');
       st.setTip.run(JSON.stringify({ height: last.height, hash: last.hash }));
       fault('tip');
-      st.prune.run(last.height - this.opts.undoDepth);
+      st.prune.run(floor);
     });
     write();
     this.current = { height: last.height, hash: last.hash };
-    return blocks.map((b) => ({ height: b.height, hash: b.hash, prev: b.prev }));
+    return { heads: blocks.map((b) => ({ height: b.height, hash: b.hash, prev: b.prev })), floor };
   }
 
   /** Undo the tip block (which must be `height`) exactly; returns its head. */

@@ -105,9 +105,11 @@ export interface ExplorerStore {
   /**
    * Apply consecutive blocks on top of the tip, atomically with the tip: after a crash the index holds the
    * blocks up to its tip and none above, never part of a block (a batch saves per-write overhead while
-   * catching up; a store may commit a long batch as several runs of whole blocks).
+   * catching up; a store may commit a long batch as several runs of whole blocks). `chainHeight`, the
+   * daemon's height when they were fetched, spares undo records of blocks the chain is already the undo
+   * depth past (journalFloor).
    */
-  applyBlocks(blocks: ParsedBlock[]): Promise<void>;
+  applyBlocks(blocks: ParsedBlock[], chainHeight?: number): Promise<void>;
   /** Undo the tip block exactly: its outputs removed, the outputs it spent restored. */
   undoTip(): Promise<void>;
   /** Forget everything (reindex). */

@@ -3,8 +3,9 @@
  * commits it as several transactions of whole blocks) interrupted by a crash keeps whole blocks only, with
  * the tip at the last one, and what it holds equals a model of those blocks (outputs, and the running
  * balances); the rest then goes on top. Runs handed over while earlier ones are written (group commit) go
- * in order, and a failed one fails those queued behind it. An output the index already holds (a duplicate
- * coinbase) is held once, as the later block left it. An index of the previous schema is migrated at open.
+ * in order, and a failed one fails those queued behind it. Blocks the chain is already the undo depth past
+ * get no undo record. An output the index already holds (a duplicate coinbase) is held once, as the later
+ * block left it. An index of the previous schema is migrated at open.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -149,6 +150,57 @@ for (const kind of storeKinds())
       await store.applyBlocks([b4]);
       assert.deepEqual((await store.utxos(ADDRS[1])).map((u) => u.height), [0, 1, 2, 3, 4]);
       await store.close();
+    });
+
+    it('blocks the chain is already the undo depth past get no journal record; what is kept ends at the tip and undoes exactly', async () => {
+      // Block k: six outputs over the three addresses, spending two of block k-1's.
+      const bs: ParsedBlock[] = [];
+      for (let k = 0, prev = ''; k < 40; k++) {
+        const outputs = Array.from({ length: 6 }, (_, i): Utxo => ({ txid: h(`s${k}:${i}`), vout: 0, address: ADDRS[i % 3], satoshis: 100 + i, height: k, scriptPubKey: '00', coinbase: false }));
+        const spends = k === 0 ? [] : [0, 1].map((i) => ({ txid: h(`s${k}:${i}`), prevTxid: h(`s${k - 1}:${i + 2}`), prevVout: 0 }));
+        bs.push({ height: k, hash: h(`sb${k}`), prev, outputs, spends, txCount: 6 });
+        prev = bs[k].hash;
+      }
+      const chain = 39;
+      const store = await kind.make('deep', { undoDepth: 10 });
+      await store.open();
+      // Catching up, 20 blocks below a chain of 39: all of them at least 10 below it.
+      await store.applyBlocks(bs.slice(0, 20), chain);
+      assert.equal(store.lowestUndoTarget(), 19, 'no block kept for undo');
+      await assert.rejects(store.undoTip(), /below the kept undo depth/);
+      await assertHolds(store, bs, 19);
+      // The rest in two runs: the blocks above 29 (the chain's height less the undo depth) are kept.
+      await store.applyBlocks(bs.slice(20, 35), chain);
+      assert.equal(store.lowestUndoTarget(), 29);
+      await store.applyBlocks(bs.slice(35), chain);
+      assert.equal(store.lowestUndoTarget(), 29);
+      await store.close();
+
+      // What was stored says the same after a restart, and the kept blocks undo exactly.
+      const again = await kind.make('deep', { undoDepth: 10 });
+      assert.equal((await again.open())!.height, 39);
+      assert.equal(again.lowestUndoTarget(), 29);
+      for (let k = 39; k > 29; k--) {
+        await again.undoTip();
+        await assertHolds(again, bs, k - 1);
+      }
+      await assert.rejects(again.undoTip(), /below the kept undo depth/);
+      await again.close();
+
+      // Records written at the tip, then a run far behind a chain that moved on: the older records go too
+      // (else the journal would end below the tip, which open refuses as inconsistent).
+      const moved = await kind.make('deep-moved', { undoDepth: 10 });
+      await moved.open();
+      await moved.applyBlocks(bs.slice(0, 10));
+      assert.equal(moved.lowestUndoTarget(), -1, 'every block kept');
+      await moved.applyBlocks(bs.slice(10, 15), chain);
+      assert.equal(moved.lowestUndoTarget(), 14);
+      await moved.close();
+      const reopened = await kind.make('deep-moved', { undoDepth: 10 });
+      assert.equal((await reopened.open())!.height, 14);
+      assert.equal(reopened.lowestUndoTarget(), 14);
+      await assertHolds(reopened, bs, 14);
+      await reopened.close();
     });
 
     it('an index of schema 1 (balances summed per request) gets its running balances at open', async () => {
