@@ -4,7 +4,7 @@
  * a new cookie is picked up without restarting the node), calls run in bounded lanes (lanes.ts) with one
  * deadline each, and a separate one-slot connection answers health checks even when the lanes are full.
  */
-import { RpcError, createRpcClient, type RpcClient, type RpcClientOptions, type RpcConnection } from './rpc.ts';
+import { RpcError, createRpcClient, type RpcCallOptions, type RpcClient, type RpcClientOptions, type RpcConnection } from './rpc.ts';
 import { resolveEndpoint, type DaemonProfile, type Endpoint } from './endpoint.ts';
 import { Lane, type LaneName } from './lanes.ts';
 import type { RpcSettings } from './config.ts';
@@ -14,6 +14,8 @@ export interface DaemonCallOptions {
   timeoutMs?: number;
   /** Which lane the call waits in; node-internal callers (the default) and the operator use 'priority'. */
   lane?: LaneName;
+  /** See RpcCallOptions.ownConnection: for answers of 16 KB and more from a daemon on this machine. */
+  ownConnection?: boolean;
 }
 
 export interface DaemonClient extends RpcClient {
@@ -66,21 +68,22 @@ export function createDaemonClient(settings: RpcSettings, profile: DaemonProfile
   }
 
   /** Run one RPC in its lane under the overall deadline; retry once after new credentials. */
-  async function bounded<T>(run: (c: RpcClient, o: { signal: AbortSignal; timeoutMs: number }) => Promise<T>, opts: DaemonCallOptions): Promise<T> {
+  async function bounded<T>(run: (c: RpcClient, o: RpcCallOptions & { signal: AbortSignal; timeoutMs: number }) => Promise<T>, opts: DaemonCallOptions): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? settings.timeoutMs;
+    const ownConnection = opts.ownConnection;
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
     try {
       return await lanes[opts.lane ?? 'priority'].run(async () => {
         const first = connect();
         try {
-          return await run(first, { signal, timeoutMs });
+          return await run(first, { signal, timeoutMs, ownConnection });
         } catch (e) {
           if (!(e instanceof RpcError) || e.kind !== 'unreachable') throw e;
           stale = true; // a restarted daemon may have a new cookie or port: re-read, retry once if it changed
           const second = connect();
           if (second === first) throw e;
-          return await run(second, { signal, timeoutMs });
+          return await run(second, { signal, timeoutMs, ownConnection });
         }
       }, signal);
     } catch (e) {
