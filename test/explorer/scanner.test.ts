@@ -1,11 +1,16 @@
 /**
  * The scanner and each store (embedded SQLite, PostgreSQL) against a real litecoind in regtest: a few
- * hundred blocks with payments between several addresses, reorganisations forced with `invalidateblock`,
- * and crashes at every write step of a run (the store is opened again, as after kill -9). After each,
- * every address's balance and unspent outputs equal the daemon's `scantxoutset`.
+ * hundred blocks with payments between several addresses (fetched in height order, larger blocks each on
+ * a connection of its own), reorganisations forced with `invalidateblock`, and crashes at every write step
+ * of a run (the store is opened again, as after kill -9). After each, every address's balance and unspent
+ * outputs equal the daemon's `scantxoutset`.
  */
 import assert from 'node:assert/strict';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import { execFileSync } from 'node:child_process';
+import { isLoopback, type RpcCallOptions, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
+import type { RpcBlock } from '../../plugins/explorer/block.ts';
+import { BlockFetcher, OWN_CONNECTION_FROM, ownConnectionAfter } from '../../plugins/explorer/fetch.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
 import { blockRows } from '../../plugins/explorer/store.ts';
 import { activity, assertMatchesDaemon, chainView, openIndex, rpcFor, silent, walletAddresses } from './support.ts';
@@ -28,6 +33,44 @@ describe('explorer scanner on a real chain', function () {
   });
   after(async () => {
     await ltc?.stop();
+  });
+
+  it('fetches every block in height order; blocks whose answer may pass 16 KB each on a connection of its own, none left behind', async () => {
+    const rpc = rpcFor(ltc);
+    // The real client, watched: which getblock asked for its own connection.
+    const own = new Map<string, boolean>();
+    const watched: RpcClient = Object.assign(Object.create(rpc) as RpcClient, {
+      call: (method: string, params: unknown[] = [], opts?: RpcCallOptions) => {
+        if (method === 'getblock') own.set(params[0] as string, opts?.ownConnection === true);
+        return rpc.call(method, params, opts);
+      },
+    });
+    // Blocks of a dozen payments (about 4 KB, a 25 KB answer) after the small ones.
+    const first = (await ltc.rpc.call<number>('getblockcount')) - 3;
+    for (let b = 0; b < 3; b++) {
+      for (let k = 0; k < 12; k++) await ltc.rpc.call('sendtoaddress', [addrs[k % addrs.length], 0.01]);
+      await ltc.mine(1, addrs[0]);
+    }
+    const to = await ltc.rpc.call<number>('getblockcount');
+    for (const window of [32, 1]) {
+      own.clear();
+      const fetcher = new BlockFetcher(watched, first, to, { window });
+      const blocks: RpcBlock[] = [];
+      for (let got = await fetcher.take(1); got.length; got = await fetcher.take(1)) blocks.push(...got);
+      assert.deepEqual(blocks.map((b) => b.height), Array.from({ length: to - first + 1 }, (_, i) => first + i), `window ${window}`);
+      assert.ok(blocks.slice(-3).every((b) => b.size! >= 3000) && blocks.some((b) => b.size! < OWN_CONNECTION_FROM), JSON.stringify(blocks.map((b) => b.size)));
+      if (window > 1) continue;
+      // One at a time, each request follows the size of the block before it; both kinds were asked.
+      blocks.slice(1).forEach((b, i) => assert.equal(own.get(b.hash), ownConnectionAfter(blocks[i].size), `block ${b.height} after ${blocks[i].size} bytes`));
+      assert.deepEqual(new Set(own.values()), new Set([true, false]));
+    }
+    // Own connections are reset once answered: none left open, none waiting in TIME_WAIT.
+    const port = new URL(ltc.url).port;
+    const sockets = (state: string) => execFileSync('ss', ['-Htn', 'state', state, 'dport', '=', `:${port}`], { encoding: 'utf8' }).split('\n').filter(Boolean).length;
+    assert.equal(sockets('time-wait'), 0);
+    assert.ok(sockets('established') <= 2 * 5, `${sockets('established')} connections to the daemon (kept-alive: 5 a client)`);
+    rpc.close();
+    assert.ok(isLoopback('127.0.0.1') && isLoopback('[::1]') && isLoopback('localhost') && !isLoopback('10.0.0.1') && !isLoopback('example.com'));
   });
 
   for (const kind of storeKinds())

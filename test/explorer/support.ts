@@ -4,7 +4,7 @@
  * (`scantxoutset`) and against transaction lists recomputed from the raw blocks.
  */
 import assert from 'node:assert/strict';
-import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
+import { createRpcClient, type RpcClient, type RpcConnection } from '../../lib/daemon-rpc/rpc.ts';
 import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
 import type { Regtest } from '../support/litecoind.ts';
@@ -19,7 +19,7 @@ export interface IndexReader {
   transactions(address: string): Promise<{ txid: string; height: number }[]>;
 }
 
-export function rpcFor(ltc: Regtest): RpcClient {
+export function rpcFor(ltc: Regtest): RpcConnection {
   return createRpcClient({ url: ltc.url, user: ltc.user, password: ltc.password, name: 'daemon' });
 }
 
