@@ -58,6 +58,18 @@ if (!one && !canNetns) process.stdout.write('no network namespaces here (not roo
 const shards = (one || !canNetns ? [SHARDS.flat()] : SHARDS).map((areas) => areas.filter((a) => fs.existsSync(path.join(root, a))));
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'corenode-shards-'));
 const started = Date.now();
+/** The machine's CPU time, busy and all, from /proc/stat (null elsewhere): how much of the cores the run used. */
+function machineCpu() {
+  try {
+    const [, ...f] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+    const t = f.map(Number);
+    // user nice system idle iowait irq softirq steal: idle and iowait are not busy; steal is another guest's.
+    return { busy: t[0] + t[1] + t[2] + t[5] + t[6], steal: t[7] ?? 0, all: t.slice(0, 8).reduce((a, b) => a + b, 0) };
+  } catch {
+    return null;
+  }
+}
+const cpuAtStart = machineCpu();
 
 const namespaces = new Set();
 // Interrupted (Ctrl-C, CI timeout): remove the namespaces made so far.
@@ -148,5 +160,11 @@ for (const r of results) {
   const report = at >= 0 ? r.text.slice(at) : r.text.slice(-4000);
   process.stdout.write(`\n===== failures of ${r.areas.join(' ')} =====\n${report.replace(/^(\d+) passed, (\d+) failed.*$/gm, '').slice(0, 12000)}\n`);
 }
-process.stdout.write(`\nall shards in ${Math.round((Date.now() - started) / 1000)} s\n${passed} passed, ${failed} failed\n`);
+const cpuAtEnd = machineCpu();
+// Whether a run was bound by the cores (busy near 100%) or by waiting (builds, daemons, timers).
+const usage =
+  cpuAtStart && cpuAtEnd
+    ? ` (machine CPU busy ${((100 * (cpuAtEnd.busy - cpuAtStart.busy)) / (cpuAtEnd.all - cpuAtStart.all)).toFixed(0)}% of ${os.cpus().length} cores, stolen ${((100 * (cpuAtEnd.steal - cpuAtStart.steal)) / (cpuAtEnd.all - cpuAtStart.all)).toFixed(0)}%)`
+    : '';
+process.stdout.write(`\nall shards in ${Math.round((Date.now() - started) / 1000)} s${usage}\n${passed} passed, ${failed} failed\n`);
 process.exit(failed ? 1 : 0);
