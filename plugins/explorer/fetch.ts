@@ -3,7 +3,7 @@
  * window, then `getblock <hash> 2` (every transaction in full, one call per block) with up to `window`
  * blocks requested ahead of the ones being applied. Once blocks are large enough for their answer to pass
  * 16 KB, each is asked for on a connection of its own (`ownConnection`: on a kept-alive connection to a
- * daemon on this machine such an answer waited 40 ms for a delayed ACK, 20 times its own time).
+ * daemon on this machine such an answer waited 40 ms for a delayed ACK, about 16 times its own time).
  */
 import type { RpcClient } from '../daemon/api.ts';
 import type { RpcBlock } from './block.ts';
