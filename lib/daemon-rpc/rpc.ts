@@ -37,7 +37,8 @@ export interface RpcCallOptions {
   timeoutMs?: number;
   /**
    * Ask on a connection of its own, reset once the answer is in (so no socket is left in TIME_WAIT), rather
-   * than a kept-alive one: for answers that may be 16 to about 80 KB from a daemon on this machine. The
+   * than a kept-alive one: for answers that may be 16 to about 80 KB from a daemon on this machine. Left
+   * out, the client decides by the size of the method's last answer (OWN_CONNECTION_FROM). The
    * daemon's HTTP server (libevent) writes an answer 16 KB at a time and leaves Nagle's algorithm on; on
    * loopback a segment holds 64 KB, so after the first write the rest waits for our ACK, which Linux
    * delays by 40 ms on a connection it sees as request/response (new connections start with immediate
@@ -60,11 +61,21 @@ export interface RpcClient {
 /** A client its creator owns: it can drop the kept-alive sockets (a disposed plugin, a changed endpoint). */
 export interface RpcConnection extends RpcClient {
   close(): void;
+  /** Calls that went on a connection of their own so far (see RpcCallOptions.ownConnection). */
+  readonly ownConnectionsOpened: number;
   /** Drop the kept-alive sockets no call uses now (a stopping daemon waits for them to close). */
   closeIdle(): void;
 }
 
 const IDLE_MS = 2000;
+
+/**
+ * A method whose last answer had this many bytes gets its next call on a connection of its own (a daemon on
+ * this machine holds answers from 16 KB on; the margin covers an answer that grew, as a block's does).
+ */
+export const OWN_CONNECTION_FROM = 12 * 1024;
+/** Methods whose last answer size is kept (the daemons' method tables are smaller; this bounds any other use). */
+const METHODS_KEPT = 256;
 
 /** 127.0.0.0/8, ::1 and localhost: the daemon runs on this machine. */
 export function isLoopback(hostname: string): boolean {
@@ -85,7 +96,20 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
   const auth = options.user !== undefined ? 'Basic ' + Buffer.from(`${options.user}:${options.password ?? ''}`).toString('base64') : undefined;
   const where = `${url.protocol}//${url.host}${url.pathname}`;
   const ownConnections = url.protocol === 'http:' && isLoopback(url.hostname);
+  /** Method (or `batch`) -> bytes of its last answer, where own connections apply. */
+  const lastAnswer = new Map<string, number>();
+  let opened = 0;
   let nextId = 0;
+
+  function ownFor(key: string, opts: RpcCallOptions): boolean {
+    if (!ownConnections) return false;
+    return opts.ownConnection ?? (lastAnswer.get(key) ?? 0) >= OWN_CONNECTION_FROM;
+  }
+  function answered(key: string, bytes: number): void {
+    if (!ownConnections) return;
+    if (lastAnswer.size >= METHODS_KEPT && !lastAnswer.has(key)) lastAnswer.clear();
+    lastAnswer.set(key, bytes);
+  }
 
   // At most `concurrency` requests at once; waiters leave the line when their signal aborts.
   let running = 0;
@@ -141,7 +165,7 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
     });
   }
 
-  async function post(body: unknown, opts: RpcCallOptions): Promise<unknown> {
+  async function post(key: string, body: unknown, opts: RpcCallOptions): Promise<unknown> {
     const timeoutMs = opts.timeoutMs ?? timeoutDefault;
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
@@ -152,7 +176,10 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
       throw aborted(signal, timeoutMs);
     }
     try {
-      res = await send(JSON.stringify(body), signal, ownConnections && opts.ownConnection === true);
+      const own = ownFor(key, opts);
+      if (own) opened++;
+      res = await send(JSON.stringify(body), signal, own);
+      answered(key, res.text.length);
     } catch (e) {
       if (signal.aborted) throw aborted(signal, timeoutMs);
       const code = (e as NodeJS.ErrnoException).code ?? 'ECONNREFUSED';
@@ -189,12 +216,15 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
     get inFlight() {
       return running + waiting.length;
     },
+    get ownConnectionsOpened() {
+      return opened;
+    },
     async call<T>(method: string, params: unknown[] = [], opts: RpcCallOptions = {}) {
       nextId = (nextId + 1) % 1000;
-      return unwrap(await post({ jsonrpc: '1.0', id: nextId, method, params }, opts)) as T;
+      return unwrap(await post(method, { jsonrpc: '1.0', id: nextId, method, params }, opts)) as T;
     },
     async batch(calls, opts = {}) {
-      const answers = (await post(calls.map((c, i) => ({ jsonrpc: '1.0', id: i, method: c.method, params: c.params ?? [] })), opts)) as any[];
+      const answers = (await post('batch', calls.map((c, i) => ({ jsonrpc: '1.0', id: i, method: c.method, params: c.params ?? [] })), opts)) as any[];
       if (!Array.isArray(answers)) throw new RpcError('protocol', 500, `The ${name} did not answer the batch with a list`);
       const byId = new Map(answers.map((a) => [a?.id, a]));
       return calls.map((_, i) => {

@@ -1,22 +1,13 @@
 /**
  * Read blocks from the daemon in height order while keeping it busy: block hashes in one batch call per
  * window, then `getblock <hash> 2` (every transaction in full, one call per block) with up to `window`
- * blocks requested ahead of the ones being applied. Once blocks are large enough for their answer to pass
- * 16 KB, each is asked for on a connection of its own (`ownConnection`: on a kept-alive connection to a
- * daemon on this machine such an answer waited 40 ms for a delayed ACK, about 16 times its own time).
+ * blocks requested ahead of the ones being applied. Once `getblock` answers pass 12 KB, the daemon client
+ * asks for each on a connection of its own (lib/daemon-rpc, `ownConnection`): from a daemon on this machine
+ * an answer of 16-80 KB on a kept-alive connection waited 40 ms for a delayed ACK, about 16 times its own
+ * time (blocks of about 2.3-12 KB).
  */
 import type { RpcClient } from '../daemon/api.ts';
 import type { RpcBlock } from './block.ts';
-
-/**
- * Serialized block bytes from which its `getblock <hash> 2` answer may pass 16 KB: the answer was 6.5 to 7.3
- * times the block for regtest payment blocks of 0.5 to 3 KB (measured), and up to 9 leaves room for blocks
- * of more outputs than inputs (an output is written with its script, asm, type and address).
- */
-export const OWN_CONNECTION_FROM = 1800;
-
-/** Whether the next block is asked for on a connection of its own, after a block of `size` bytes. */
-export const ownConnectionAfter = (size: number | undefined) => (size ?? 0) >= OWN_CONNECTION_FROM;
 
 export interface FetchOptions {
   /** Blocks requested ahead of the consumer. */
@@ -35,11 +26,6 @@ export class BlockFetcher {
   private readonly chunks = new Map<number, Promise<string[]>>();
   private readonly ahead: Ahead[] = [];
   private next: number;
-  /**
-   * Set by the size of the last block that arrived. Until one has, on: the window's first requests would
-   * otherwise all wait 40 ms when blocks are mid-sized, and a small block costs 0.1-0.4 ms more on its own.
-   */
-  private ownConnection = true;
 
   constructor(
     private readonly rpc: RpcClient,
@@ -74,9 +60,7 @@ export class BlockFetcher {
 
   private request(h: number): Ahead {
     const a: Ahead = { p: undefined as never, settled: false, ok: false };
-    a.p = this.hashOf(h)
-      .then((hash) => this.rpc.call<RpcBlock>('getblock', [hash, 2], { signal: this.opts.signal, ownConnection: this.ownConnection }))
-      .then((b) => ((this.ownConnection = ownConnectionAfter(b?.size)), b));
+    a.p = this.hashOf(h).then((hash) => this.rpc.call<RpcBlock>('getblock', [hash, 2], { signal: this.opts.signal }));
     // Abandoned look-aheads (stop, reorg) must not surface as unhandled rejections.
     a.p.then(
       () => ((a.settled = true), (a.ok = true)),

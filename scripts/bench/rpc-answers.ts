@@ -3,9 +3,9 @@
  * their own (RpcCallOptions.ownConnection), against a real litecoind in regtest:
  *   1. `getblock <hash> 2` one after another on the daemons' client (lib/daemon-rpc), for blocks of 1 to 96
  *      payments (answers of about 3 to 190 KB): ms a call kept-alive and on its own connection, and their ratio.
- *   2. The explorer's fetcher (which asks for its own connection once blocks pass OWN_CONNECTION_FROM bytes)
- *      over 150 blocks of a dozen payments (answers of about 25 KB), as shipped and with every call kept-alive
- *      (the option taken out): blocks/s and their ratio.
+ *   2. The explorer's fetcher over 150 blocks of a dozen payments (answers of about 25 KB), as shipped (the
+ *      client moves a method to own connections once its last answer had OWN_CONNECTION_FROM bytes) and with
+ *      every call kept-alive (ownConnection: false): blocks/s and their ratio.
  * Rounds alternate; the best of ROUNDS is shown.
  *
  *   npm run bench:rpc-answers [-- --rounds 3]
