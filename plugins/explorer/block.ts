@@ -19,8 +19,6 @@ interface RpcVin {
 export interface RpcBlock {
   hash: string;
   height: number;
-  /** Serialized size in bytes. */
-  size?: number;
   previousblockhash?: string;
   tx: { txid: string; hex?: string; vin: RpcVin[]; vout: RpcVout[] }[];
 }

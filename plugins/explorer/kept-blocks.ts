@@ -30,7 +30,12 @@ export class KeptBlocks {
   /** height -> [hash, prev], in height order (insertion order). */
   private readonly recent = new Map<number, [string, string]>();
 
-  constructor(readonly undoDepth: number) {}
+  constructor(private readonly undoDepth: number) {}
+
+  /** journalFloor at this index's undo depth. */
+  floor(tipHeight: number, chainHeight?: number): number {
+    return journalFloor(this.undoDepth, tipHeight, chainHeight);
+  }
 
   /** Take what `open` read: the stored tip and the journal's heads, oldest first. Throws when they disagree. */
   load(tip: Tip | null, heads: Head[]): Tip | null {

@@ -12,7 +12,7 @@
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { KeptBlocks, journalFloor } from './kept-blocks.ts';
+import { KeptBlocks } from './kept-blocks.ts';
 import { boolArray, byteaArrayFromHex, int4Array, int8Array, textArray } from './pg-arrays.ts';
 import { addBalances, assertExtends, hex, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
 import { IndexInconsistentError, type ExplorerStore, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor, faultHook, type Fault } from './store.ts';
@@ -259,7 +259,7 @@ export class PgExplorerStore implements ExplorerStore {
 
   private async writeRun(blocks: ParsedBlock[], chainHeight: number | undefined): Promise<void> {
     assertExtends(this.kept.tip(), blocks);
-    const floor = journalFloor(this.kept.undoDepth, blocks.at(-1)!.height, chainHeight);
+    const floor = this.kept.floor(blocks.at(-1)!.height, chainHeight);
     try {
       await this.writeRunOnce(blocks, floor, false);
     } catch (e) {

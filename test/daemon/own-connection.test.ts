@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRpcClient } from '../../lib/daemon-rpc/rpc.ts';
+import { createRpcClient, isLoopback } from '../../lib/daemon-rpc/rpc.ts';
 
 describe('daemon RPC client: own connections', function () {
   this.timeout(30_000);
@@ -30,6 +30,11 @@ describe('daemon RPC client: own connections', function () {
     url = `http://127.0.0.1:${(closingDaemonStandIn.address() as AddressInfo).port}/`;
   });
   after(() => new Promise((r) => closingDaemonStandIn.close(r)));
+
+  it('applies to a daemon on this machine only (loopback addresses and localhost)', () => {
+    assert.ok(isLoopback('127.0.0.1') && isLoopback('127.8.0.1') && isLoopback('[::1]') && isLoopback('localhost') && isLoopback('::ffff:127.0.0.1'));
+    assert.ok(!isLoopback('10.0.0.1') && !isLoopback('example.com') && !isLoopback('128.0.0.1') && !isLoopback('[::2]'));
+  });
 
   it('answers every call on its own connection when the daemon closes it first; nothing uncaught', async () => {
     const uncaught: unknown[] = [];
