@@ -71,9 +71,10 @@ export class Repo {
         fs.writeFileSync(p, content);
       }
     }
-    this.git('add', '-A');
-    this.git('commit', '-q', '--allow-empty', '-m', message);
-    return this.git('rev-parse', 'HEAD');
+    // One child process for the three git commands: a spawn from this (large) mocha process costs it 4-14 ms
+    // of CPU, more the larger it is (fork), and the deployer tests commit hundreds of times (profile of
+    // deploy.test.ts: 4.2 s of its 24 s in these spawns); the shell's own forks are cheap.
+    return execFileSync('sh', ['-c', 'git add -A && git commit -q --allow-empty -m "$1" && git rev-parse HEAD', 'commit', message], { cwd: this.dir, env: GIT_ENV, encoding: 'utf8' }).trim();
   }
 
   remove() {
