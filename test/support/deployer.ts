@@ -7,6 +7,7 @@ import { REPO_ROOT, loadConfig, type NodeConfig } from '../../core/config.ts';
 import { Host, type HostOptions } from '../../core/host.ts';
 import { validatePluginConfig } from '../../core/plugins/set.ts';
 import deployer from '../../plugins/deployer/index.ts';
+import { repoManifestCache } from './node.ts';
 
 export const PROFILE = path.join(REPO_ROOT, 'profiles', 'deployer.yaml');
 
@@ -17,8 +18,9 @@ export function deployerConfigFromEnv(env: NodeJS.ProcessEnv = process.env, cwd 
   return config;
 }
 
+/** A deployer host in this process, taking the shipped manifests from the tests' cache as a test node does. */
 export function createDeployerHost(opts: HostOptions): Host {
-  return new Host(opts);
+  return new Host({ ...opts, manifestCache: opts.manifestCache ?? repoManifestCache() });
 }
 
 /** Start errors as the CLI prints them (the messages name the env variable already). */
