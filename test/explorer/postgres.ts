@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { atExit } from '../support/at-exit.ts';
 import { freePort } from '../support/litecoind.ts';
 
 export interface Postgres {
@@ -50,6 +51,15 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
   asPostgres(pgBin('pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), '-o', settings.join(' '), '-w', '-t', '60', 'start']);
   const url = (db: string) => `postgresql://postgres@127.0.0.1:${port}/${db}`;
   let stopped = false;
+  const halt = () => {
+    try {
+      asPostgres(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  // pg_ctl daemonises the server (a session of its own): Ctrl-C of the test run does not reach it.
+  const forget = atExit(halt);
   const admin = async (sql: string) => {
     const c = new pg.Client({ connectionString: url('postgres') });
     await c.connect();
@@ -67,11 +77,8 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
     async stop() {
       if (stopped) return;
       stopped = true;
-      try {
-        asPostgres(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+      forget();
+      halt();
     },
   };
 }

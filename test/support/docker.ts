@@ -16,6 +16,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { atExit } from './at-exit.ts';
 import { writeImage } from './registry-store.ts';
 
 const run = promisify(execFile);
@@ -298,8 +299,8 @@ export async function mochaGlobalTeardown(): Promise<void> {
   await stopDocker();
 }
 
-// mocha killed or crashed before its teardown: do not leave daemons behind.
-process.once('exit', () => {
+// mocha interrupted or crashed before its teardown: do not leave daemons behind.
+atExit(() => {
   procs.registry?.kill('SIGKILL');
   procs.privateRegistry?.kill('SIGKILL');
   procs.dockerd?.kill('SIGTERM');

@@ -8,6 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
+import { atExit } from './at-exit.ts';
 import { tempDir } from './node.ts';
 
 export interface Regtest {
@@ -78,6 +79,11 @@ export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promi
   });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
+  // The test process interrupted (Ctrl-C, kill) before `stop()`: the daemon goes with it.
+  const forget = atExit(() => {
+    child.kill('SIGKILL');
+    fs.rmSync(datadir, { recursive: true, force: true });
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
   const url = `http://127.0.0.1:${rpcPort}/`;
@@ -111,6 +117,7 @@ export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promi
     async stop() {
       if (stopped) return;
       stopped = true;
+      forget();
       await rpc.call('stop').catch(() => undefined);
       // litecoind exits only once every RPC connection is closed (rpcservertimeout, 30 s): close ours.
       rpc.close();
