@@ -26,9 +26,11 @@ export function atExit(fn: () => void): () => void {
   if (!installed) {
     installed = true;
     process.once('exit', runAll);
-    // 128 + the signal's number, as a shell reports a process the signal ended.
-    process.once('SIGINT', () => process.exit(130));
-    process.once('SIGTERM', () => process.exit(143));
+    // 128 + the signal's number, as a shell reports a process the signal ended. The listeners stay: mocha's
+    // own launcher forwards a Ctrl-C as SIGINT then SIGTERM, and a signal arriving with no listener left
+    // ended the process halfway through the cleanups (a PostgreSQL stayed up).
+    process.on('SIGINT', () => process.exit(130));
+    process.on('SIGTERM', () => process.exit(143));
   }
   cleanups.add(fn);
   return () => cleanups.delete(fn);
