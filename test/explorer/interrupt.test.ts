@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { eventually } from '../support/wait.ts';
 
@@ -40,16 +41,23 @@ describe('an interrupted test run leaves no daemon behind', function () {
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       let daemons: { pgPid: number; ltcPid: number; ltcDir: string } | undefined;
       try {
-        const ready = await eventually(() => out.match(/^READY (.*)$/m)?.[1], { what: `the fixture's daemons (${out.slice(-500)})`, timeoutMs: 90_000 });
+        const ready = await eventually(() => out.match(/^READY (.*)$/m)?.[1], { what: "the fixture's daemons", timeoutMs: 90_000 }).catch((e: Error) => {
+          throw new Error(`${e.message}; the fixture wrote: ${out.slice(-1500)}`);
+        });
         daemons = JSON.parse(ready) as { pgPid: number; ltcPid: number; ltcDir: string };
         const { pgPid, ltcPid, ltcDir } = daemons;
         assert.ok(alive(pgPid) && alive(ltcPid));
+        // The server's folder, from its command line (`-D <folder>/data`).
+        const argv = fs.readFileSync(`/proc/${pgPid}/cmdline`, 'utf8').split('\0');
+        const pgDir = path.dirname(argv[argv.indexOf('-D') + 1]);
+        assert.match(pgDir, /explorer-pg-/);
         if (c.group) process.kill(-child.pid!, signal);
         else child.kill(signal);
         const code = await exited;
         if (c.code !== null) assert.equal(code, c.code, out.slice(-2000));
         await eventually(() => !alive(pgPid) && !alive(ltcPid), { what: 'PostgreSQL and litecoind gone', timeoutMs: 30_000 });
-        assert.ok(!fs.existsSync(ltcDir), 'the daemon folder is removed');
+        assert.ok(!fs.existsSync(ltcDir), "litecoind's folder is removed");
+        assert.ok(!fs.existsSync(pgDir), "PostgreSQL's folder is removed");
       } finally {
         if (c.group) {
           try {
