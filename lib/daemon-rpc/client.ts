@@ -14,7 +14,7 @@ export interface DaemonCallOptions {
   timeoutMs?: number;
   /** Which lane the call waits in; node-internal callers (the default) and the operator use 'priority'. */
   lane?: LaneName;
-  /** See RpcCallOptions.ownConnection: for answers of 16 KB and more from a daemon on this machine. */
+  /** See RpcCallOptions.ownConnection; left out, the client decides by the size of the method's last answer. */
   ownConnection?: boolean;
 }
 

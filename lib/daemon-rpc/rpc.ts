@@ -42,8 +42,9 @@ export interface RpcCallOptions {
    * daemon's HTTP server (libevent) writes an answer 16 KB at a time and leaves Nagle's algorithm on; on
    * loopback a segment holds 64 KB, so after the first write the rest waits for our ACK, which Linux
    * delays by 40 ms on a connection it sees as request/response (new connections start with immediate
-   * ACKs). Measured against litecoind (`npm run bench:rpc-answers`): `getblock` answers of 24-60 KB 42 ms
-   * on a kept-alive connection, 2.6-3.7 ms on their own; a small answer costs 0.1-0.4 ms more on its own.
+   * ACKs). Measured against litecoind (`npm run bench:rpc-answers`, figures in lib/daemon-rpc/README.md):
+   * `getblock` answers of 25-59 KB took 42 ms on a kept-alive connection and 2.0-3.1 ms on their own; a
+   * small answer costs 0.3-0.5 ms more on its own.
    * Only over http to a loopback address: elsewhere segments are smaller than the daemon's writes, and a
    * new connection costs a round trip (and a TLS handshake over https).
    */
