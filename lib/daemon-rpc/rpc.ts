@@ -37,14 +37,17 @@ export interface RpcCallOptions {
   timeoutMs?: number;
   /**
    * Ask on a connection of its own, reset once the answer is in (so no socket is left in TIME_WAIT), rather
-   * than a kept-alive one: for answers that may be 16 to about 80 KB from a daemon on this machine. Left
-   * out, the client decides by the size of the method's last answer (OWN_CONNECTION_FROM). The
+   * than a kept-alive one: for answers of more than FIRST_WRITE bytes from a daemon on this machine. The
    * daemon's HTTP server (libevent) writes an answer 16 KB at a time and leaves Nagle's algorithm on; on
    * loopback a segment holds 64 KB, so after the first write the rest waits for our ACK, which Linux
    * delays by 40 ms on a connection it sees as request/response (new connections start with immediate
    * ACKs). Measured against litecoind (`npm run bench:rpc-answers`, figures in lib/daemon-rpc/README.md):
-   * `getblock` answers of 25-59 KB took 42 ms on a kept-alive connection and 2.0-3.1 ms on their own; a
-   * small answer costs 0.3-0.5 ms more on its own.
+   * `getblock` answers of 25-59 KB took 42 ms on a kept-alive connection and 2.0-3.1 ms on their own, and
+   * an own connection costs a small answer 0.3-0.5 ms more.
+   * Left out, the client decides: a method with an answer larger than FIRST_WRITE among its last STAY_OWN
+   * goes on its own connection; and a kept-alive answer whose headers announce more than FIRST_WRITE is
+   * abandoned at once and asked again on a connection of its own (about 1 ms of the daemon's CPU instead of
+   * 40 ms waiting).
    * Only over http to a loopback address: elsewhere segments are smaller than the daemon's writes, and a
    * new connection costs a round trip (and a TLS handshake over https).
    */
@@ -71,12 +74,26 @@ export interface RpcConnection extends RpcClient {
 const IDLE_MS = 2000;
 
 /**
- * A method whose last answer had this many bytes gets its next call on a connection of its own (a daemon on
- * this machine holds answers from 16 KB on; the margin covers an answer that grew, as a block's does).
+ * What litecoind's HTTP server (libevent) sends of an answer, headers included, before it waits for our
+ * ACK: answers up to this size never wait (measured with `echo`: 16,347 bytes 1.6 ms, 16,387 bytes 43.8 ms
+ * on a kept-alive connection), so they stay on kept-alive connections.
  */
-export const OWN_CONNECTION_FROM = 12 * 1024;
-/** Methods whose last answer size is kept (the daemons' method tables are smaller; this bounds any other use). */
+export const FIRST_WRITE = 16 * 1024;
+/**
+ * Calls of a method that stay on connections of their own after an answer larger than FIRST_WRITE, so that
+ * on a chain whose blocks alternate around that size the large ones are not each asked twice (the daemon
+ * builds the whole answer again: as much of its CPU as the call itself).
+ */
+export const STAY_OWN = 16;
+/** Methods whose answers are followed (the daemons' method tables are smaller; this bounds any other use). */
 const METHODS_KEPT = 256;
+
+/** The bytes of an answer's status line and headers as they came (the blank line after them included). */
+function headBytes(res: http.IncomingMessage): number {
+  let n = `HTTP/${res.httpVersion} ${res.statusCode} ${res.statusMessage}\r\n\r\n`.length;
+  for (let i = 0; i < res.rawHeaders.length; i += 2) n += res.rawHeaders[i].length + res.rawHeaders[i + 1].length + 4;
+  return n;
+}
 
 /** 127.0.0.0/8, ::1 and localhost: the daemon runs on this machine. */
 export function isLoopback(hostname: string): boolean {
@@ -97,19 +114,19 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
   const auth = options.user !== undefined ? 'Basic ' + Buffer.from(`${options.user}:${options.password ?? ''}`).toString('base64') : undefined;
   const where = `${url.protocol}//${url.host}${url.pathname}`;
   const ownConnections = url.protocol === 'http:' && isLoopback(url.hostname);
-  /** Method (or `batch`) -> bytes of its last answer, where own connections apply. */
-  const lastAnswer = new Map<string, number>();
+  /** Method (or `batch`) -> its answers since the last one larger than FIRST_WRITE, where own connections apply. */
+  const sinceLarge = new Map<string, number>();
   let opened = 0;
   let nextId = 0;
 
   function ownFor(key: string, opts: RpcCallOptions): boolean {
     if (!ownConnections) return false;
-    return opts.ownConnection ?? (lastAnswer.get(key) ?? 0) >= OWN_CONNECTION_FROM;
+    return opts.ownConnection ?? (sinceLarge.get(key) ?? STAY_OWN) < STAY_OWN;
   }
   function answered(key: string, bytes: number): void {
     if (!ownConnections) return;
-    if (lastAnswer.size >= METHODS_KEPT && !lastAnswer.has(key)) lastAnswer.clear();
-    lastAnswer.set(key, bytes);
+    if (sinceLarge.size >= METHODS_KEPT && !sinceLarge.has(key)) sinceLarge.clear();
+    sinceLarge.set(key, bytes > FIRST_WRITE ? 0 : Math.min(STAY_OWN, (sinceLarge.get(key) ?? STAY_OWN) + 1));
   }
 
   // At most `concurrency` requests at once; waiters leave the line when their signal aborts.
@@ -133,7 +150,13 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
     else running--;
   }
 
-  function send(payload: string, signal: AbortSignal, own: boolean, retried = false): Promise<{ status: number; text: string }> {
+  /**
+   * One request: on a connection of its own (`own`), or kept-alive; `watch`ed, a kept-alive answer whose
+   * headers announce more than FIRST_WRITE bytes is dropped with its connection and asked again on one of
+   * its own, rather than waited for.
+   */
+  function send(payload: string, signal: AbortSignal, own: boolean, watch: boolean, retried = false): Promise<{ status: number; text: string; bytes: number }> {
+    if (own) opened++;
     return new Promise((resolve, reject) => {
       const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
       if (auth) headers.authorization = auth;
@@ -141,11 +164,24 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
       // that closed first would hold the address pair in TIME_WAIT for a minute, on this machine).
       if (own) headers.connection = 'keep-alive';
       let socket: import('node:net').Socket | null = null;
+      let moved = false;
       const req = lib.request(url, { method: 'POST', agent: own ? false : agent, headers, signal }, (res) => {
+        const head = headBytes(res);
+        if (watch && head + Number(res.headers['content-length'] ?? 0) > FIRST_WRITE) {
+          moved = true;
+          // Reset, as an own connection is: a plain close would leave our end in TIME_WAIT for a minute.
+          const s = res.socket as import('node:net').Socket;
+          s.on('error', () => {});
+          s.resetAndDestroy();
+          req.destroy();
+          send(payload, signal, true, false).then(resolve, reject);
+          return;
+        }
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        let body = 0;
+        res.on('data', (c: Buffer) => (chunks.push(c), (body += c.length)));
         res.on('end', () => {
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks, body).toString('utf8'), bytes: head + body });
           if (socket && !socket.destroyed) {
             // Answered first: a reset the kernel refuses (the daemon closed the connection itself, as after
             // `Connection: close`) is emitted as an error of the socket and of the request (EINVAL).
@@ -157,9 +193,10 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
       });
       if (own) req.on('socket', (s) => (socket = s as import('node:net').Socket));
       req.on('error', (e: NodeJS.ErrnoException) => {
+        if (moved) return;
         socket?.destroy();
         // A kept-alive socket the daemon closed meanwhile: try once on a fresh one (node's documented pattern).
-        if (!retried && req.reusedSocket && e.code === 'ECONNRESET') send(payload, signal, own, true).then(resolve, reject);
+        if (!retried && req.reusedSocket && e.code === 'ECONNRESET') send(payload, signal, own, watch, true).then(resolve, reject);
         else reject(e);
       });
       req.end(payload);
@@ -168,9 +205,12 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
 
   async function post(key: string, body: unknown, opts: RpcCallOptions): Promise<unknown> {
     const timeoutMs = opts.timeoutMs ?? timeoutDefault;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
-    let res: { status: number; text: string };
+    const limited = AbortSignal.timeout(timeoutMs);
+    return await answer(key, body, opts, opts.signal ? AbortSignal.any([limited, opts.signal]) : limited, timeoutMs);
+  }
+
+  async function answer(key: string, body: unknown, opts: RpcCallOptions, signal: AbortSignal, timeoutMs: number): Promise<unknown> {
+    let res: { status: number; text: string; bytes: number };
     try {
       await slot(signal);
     } catch {
@@ -178,9 +218,8 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
     }
     try {
       const own = ownFor(key, opts);
-      if (own) opened++;
-      res = await send(JSON.stringify(body), signal, own);
-      answered(key, res.text.length);
+      res = await send(JSON.stringify(body), signal, own, !own && ownConnections && opts.ownConnection === undefined);
+      answered(key, res.bytes);
     } catch (e) {
       if (signal.aborted) throw aborted(signal, timeoutMs);
       const code = (e as NodeJS.ErrnoException).code ?? 'ECONNREFUSED';

@@ -3,7 +3,8 @@
  * answered: against a stand-in for a daemon that closes every connection itself after answering (as an HTTP
  * server may with `Connection: close`; litecoind keeps them open, and is covered by the explorer's fetch
  * test), the reset the kernel then refuses must not surface as an uncaught socket error, and every answer
- * arrives. Kept-alive calls on the same client keep working beside them.
+ * arrives. Kept-alive calls on the same client keep working beside them. A large answer announced on a
+ * kept-alive connection is asked again on a connection of its own.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -14,16 +15,20 @@ describe('daemon RPC client: own connections', function () {
   this.timeout(30_000);
   let closingDaemonStandIn: http.Server;
   let url = '';
+  let requests = 0;
 
   before(async () => {
     closingDaemonStandIn = http.createServer((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
+        requests++;
         const { id, method } = JSON.parse(body) as { id: number; method: string };
-        // A large answer, written in pieces, then the connection closed from this side.
-        res.writeHead(200, { 'content-type': 'application/json', connection: 'close' });
-        res.end(JSON.stringify({ id, error: null, result: { method, pad: 'x'.repeat(40_000) } }));
+        // A large answer (a small one for `small`), written in pieces, then the connection closed from this side.
+        // With its length announced, as litecoind does.
+        const answer = JSON.stringify({ id, error: null, result: { method, pad: 'x'.repeat(method === 'small' ? 10 : 40_000) } });
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer), connection: 'close' });
+        res.end(answer);
       });
     });
     await new Promise<void>((r) => closingDaemonStandIn.listen(0, '127.0.0.1', r));
@@ -54,5 +59,26 @@ describe('daemon RPC client: own connections', function () {
       process.off('uncaughtException', onUncaught);
     }
     assert.deepEqual(uncaught, []);
+  });
+
+  it('asks a large answer announced on a kept-alive connection again on one of its own; the method then stays there', async () => {
+    const rpc = createRpcClient({ url, name: 'daemon' });
+    requests = 0;
+    const calls: [string, boolean | undefined][] = [
+      ['large', undefined], // kept-alive, announced with 40 KB: dropped and asked again on its own
+      ['large', undefined], // it had a large answer: on its own at once
+      ['small', undefined], // another method, its own record
+      ['fresh', false], // a large answer, told to stay: waited for on the kept-alive connection
+    ];
+    const seen: [number, number][] = [];
+    for (const [method, ownConnection] of calls) {
+      const [r0, o0] = [requests, rpc.ownConnectionsOpened];
+      const answer = await rpc.call<{ method: string }>(method, [], { ownConnection });
+      assert.equal(answer.method, method);
+      seen.push([requests - r0, rpc.ownConnectionsOpened - o0]);
+    }
+    // [requests the daemon got, own connections opened] a call
+    assert.deepEqual(seen, [[2, 1], [1, 1], [1, 0], [1, 0]]);
+    rpc.close();
   });
 });
