@@ -7,6 +7,7 @@
 import { RpcError, createRpcClient, type RpcCallOptions, type RpcClient, type RpcClientOptions, type RpcConnection } from './rpc.ts';
 import { resolveEndpoint, type DaemonProfile, type Endpoint } from './endpoint.ts';
 import { Lane, type LaneName } from './lanes.ts';
+import { deadline } from './deadline.ts';
 import type { RpcSettings } from './config.ts';
 
 export interface DaemonCallOptions {
@@ -71,8 +72,8 @@ export function createDaemonClient(settings: RpcSettings, profile: DaemonProfile
   async function bounded<T>(run: (c: RpcClient, o: RpcCallOptions & { signal: AbortSignal; timeoutMs: number }) => Promise<T>, opts: DaemonCallOptions): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? settings.timeoutMs;
     const ownConnection = opts.ownConnection;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+    const limit = deadline(timeoutMs, opts.signal);
+    const signal = limit.signal;
     try {
       return await lanes[opts.lane ?? 'priority'].run(async () => {
         const first = connect();
@@ -88,6 +89,8 @@ export function createDaemonClient(settings: RpcSettings, profile: DaemonProfile
       }, signal);
     } catch (e) {
       throw asRpcError(e, timeoutMs, what);
+    } finally {
+      limit.done();
     }
   }
 

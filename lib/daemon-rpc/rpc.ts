@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import { deadline } from './deadline.ts';
 
 export interface RpcClientOptions {
   url: string;
@@ -205,8 +206,12 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
 
   async function post(key: string, body: unknown, opts: RpcCallOptions): Promise<unknown> {
     const timeoutMs = opts.timeoutMs ?? timeoutDefault;
-    const limited = AbortSignal.timeout(timeoutMs);
-    return await answer(key, body, opts, opts.signal ? AbortSignal.any([limited, opts.signal]) : limited, timeoutMs);
+    const limit = deadline(timeoutMs, opts.signal);
+    try {
+      return await answer(key, body, opts, limit.signal, timeoutMs);
+    } finally {
+      limit.done();
+    }
   }
 
   async function answer(key: string, body: unknown, opts: RpcCallOptions, signal: AbortSignal, timeoutMs: number): Promise<unknown> {
