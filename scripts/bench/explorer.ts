@@ -2,8 +2,8 @@
  * Explorer speed and scale, both stores (embedded SQLite, PostgreSQL), one run:
  *
  * 1. Indexing rate. A real litecoind in regtest gets a chain of BLOCKS blocks carrying transactions; then on
- *    one RPC client, rounds alternate fetching every block the way the scanner does (hashes batched,
- *    `getblock <hash> 2`, same look-ahead) and doing nothing with it (the baseline), and indexing the same
+ *    one client (the node's own: the daemon service as the explorer calls it), rounds alternate fetching
+ *    every block the way the scanner does (hashes batched, `getblock <hash> 2`, same look-ahead) and doing nothing with it (the baseline), and indexing the same
  *    blocks with the scanner into a fresh store of each kind, which holds blocks 0..WARMUP before the clock
  *    starts (its writer started and warm, as in a node that has been indexing). Figures: blocks and transactions per second,
  *    the ratio index / fetch (goal >= 0.8), best of ROUNDS; per round, CPU a block by process and thread, and
@@ -24,7 +24,7 @@
  *
  *   npm run bench:explorer [-- --blocks 3000 --warmup 1000 --rounds 3 --outputs 10000000 --pg-outputs N --big 1000000
  *                              --stores sqlite,postgres --launch dist|tsx --build bulk|apply --seed 1
- *                              --cache-mb N]   (--blocks 0 or --outputs 0 skips a part)
+ *                              --cache-mb N --client service|raw]   (--blocks 0 or --outputs 0 skips a part)
  *
  * The npm script runs it with the node's V8 flag (--max-semi-space-size=2, as `npm start` and the systemd
  * unit): the scanner and the SQLite writer thread then have the young generation they have in a node.
@@ -40,7 +40,10 @@ import pg from 'pg';
 import os from 'node:os';
 import path from 'node:path';
 import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
+import { Ajv } from 'ajv';
 import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
+import { createDaemonService } from '../../plugins/daemon/service.ts';
+import { configSchema as daemonConfigSchema, type DaemonSettings } from '../../plugins/daemon/settings.ts';
 import { REPO_ROOT } from '../../core/config.ts';
 import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
 import { parseBlock, type RpcBlock } from '../../plugins/explorer/block.ts';
@@ -91,6 +94,12 @@ function sampler(seed: number, count: number) {
   };
 }
 const STORES = arg('stores', 'sqlite,postgres').split(',') as Kind[];
+/**
+ * `service`: the daemon client as a node gives it to its explorer (the daemon plugin's service with its
+ * config defaults: calls in the priority lane, 2 at once; the hot-read cache bypassed). `raw`: a bare RPC
+ * client with 5 calls in flight, what rounds one to nine measured.
+ */
+const CLIENT = arg('client', 'service');
 /** How the serving node is started: `dist` (as `npm start` does) or `tsx` (the TypeScript sources compiled at start). */
 const LAUNCH = arg('launch', 'dist');
 type Kind = 'sqlite' | 'postgres';
@@ -140,6 +149,23 @@ async function buildChain(ltc: Regtest) {
   console.log(`chain: ${BLOCKS} blocks, ${txs} payments built in ${s1(Date.now() - t0)}`);
 }
 
+/** The daemon service with the daemon plugin's config defaults, as the explorer plugin calls it (uncached). */
+function explorerClient(ltc: Regtest): RpcClient {
+  const settings: Record<string, unknown> = { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } };
+  if (!new Ajv({ useDefaults: true, strict: false }).compile(daemonConfigSchema)(settings)) throw new Error('daemon settings');
+  const service = createDaemonService(settings as unknown as DaemonSettings, { now: () => Date.now() });
+  return {
+    get inFlight() {
+      return service.inFlight;
+    },
+    get options() {
+      return service.options;
+    },
+    call: (method, params, opts) => service.call(method, params, { ...opts, cache: false }),
+    batch: (calls, opts) => service.batch(calls, opts),
+  };
+}
+
 /** Where the stores of this run live. */
 class Stores {
   private n = 0;
@@ -171,8 +197,7 @@ class Stores {
 
 async function indexingRate(ltc: Regtest, stores: Stores) {
   const height = await ltc.rpc.call<number>('getblockcount');
-  // The client the node would use: the daemon plugin's defaults (5 calls in flight).
-  const rpc = createRpcClient({ url: ltc.url, user: ltc.user, password: ltc.password, name: 'daemon' });
+  const rpc = CLIENT === 'raw' ? createRpcClient({ url: ltc.url, user: ltc.user, password: ltc.password, name: 'daemon' }) : explorerClient(ltc);
   // Rounds measure blocks WARMUP+1..height: blocks 0..WARMUP go into each fresh index before its round is
   // timed, in one call (runs as large as the scanner's). Each index of the benchmark has a writer thread of
   // its own, started cold, which a node starts once and then indexes with for hours: its start (module
