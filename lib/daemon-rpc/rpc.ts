@@ -45,10 +45,10 @@ export interface RpcCallOptions {
    * ACKs). Measured against litecoind (`npm run bench:rpc-answers`, figures in lib/daemon-rpc/README.md):
    * `getblock` answers of 25-59 KB took 42 ms on a kept-alive connection and 2.0-3.1 ms on their own, and
    * an own connection costs a small answer 0.3-0.5 ms more.
-   * Left out, the client decides: a method with an answer larger than FIRST_WRITE among its last STAY_OWN
-   * goes on its own connection; and a kept-alive answer whose headers announce more than FIRST_WRITE is
-   * abandoned at once and asked again on a connection of its own (about 1 ms of the daemon's CPU instead of
-   * 40 ms waiting).
+   * Left out, the client decides: a method more than a quarter of whose recent answers were larger than
+   * FIRST_WRITE (OWN_FROM_SHARE) goes on connections of its own; and a kept-alive answer whose headers announce more than
+   * FIRST_WRITE is abandoned at once and asked again on a connection of its own (about 1 ms of the daemon's
+   * CPU instead of 40 ms waiting).
    * Only over http to a loopback address: elsewhere segments are smaller than the daemon's writes, and a
    * new connection costs a round trip (and a TLS handshake over https).
    */
@@ -81,11 +81,12 @@ const IDLE_MS = 2000;
  */
 export const FIRST_WRITE = 16 * 1024;
 /**
- * Calls of a method that stay on connections of their own after an answer larger than FIRST_WRITE, so that
- * on a chain whose blocks alternate around that size the large ones are not each asked twice (the daemon
- * builds the whole answer again: as much of its CPU as the call itself).
+ * A method goes on connections of their own while more than this share of its recent answers (a moving
+ * average, each answer weighing 1/8) were larger than FIRST_WRITE; below it a large answer is asked twice.
+ * The break-even of the two costs measured here: a connection of its own costs the node 0.25-0.4 ms of CPU
+ * a call, a second asking of a 25 KB block about 1.3 ms of the daemon's and the node's (bench:rpc-answers).
  */
-export const STAY_OWN = 16;
+export const OWN_FROM_SHARE = 0.25;
 /** Methods whose answers are followed (the daemons' method tables are smaller; this bounds any other use). */
 const METHODS_KEPT = 256;
 
@@ -115,19 +116,20 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
   const auth = options.user !== undefined ? 'Basic ' + Buffer.from(`${options.user}:${options.password ?? ''}`).toString('base64') : undefined;
   const where = `${url.protocol}//${url.host}${url.pathname}`;
   const ownConnections = url.protocol === 'http:' && isLoopback(url.hostname);
-  /** Method (or `batch`) -> its answers since the last one larger than FIRST_WRITE, where own connections apply. */
-  const sinceLarge = new Map<string, number>();
+  /** Method (or `batch`) -> the moving share of its answers larger than FIRST_WRITE, where own connections apply. */
+  const largeShare = new Map<string, number>();
   let opened = 0;
   let nextId = 0;
 
   function ownFor(key: string, opts: RpcCallOptions): boolean {
     if (!ownConnections) return false;
-    return opts.ownConnection ?? (sinceLarge.get(key) ?? STAY_OWN) < STAY_OWN;
+    return opts.ownConnection ?? (largeShare.get(key) ?? 0) > OWN_FROM_SHARE;
   }
   function answered(key: string, bytes: number): void {
     if (!ownConnections) return;
-    if (sinceLarge.size >= METHODS_KEPT && !sinceLarge.has(key)) sinceLarge.clear();
-    sinceLarge.set(key, bytes > FIRST_WRITE ? 0 : Math.min(STAY_OWN, (sinceLarge.get(key) ?? STAY_OWN) + 1));
+    if (largeShare.size >= METHODS_KEPT && !largeShare.has(key)) largeShare.clear();
+    const share = largeShare.get(key) ?? 0;
+    largeShare.set(key, share + ((bytes > FIRST_WRITE ? 1 : 0) - share) / 8);
   }
 
   // At most `concurrency` requests at once; waiters leave the line when their signal aborts.

@@ -61,13 +61,18 @@ describe('daemon RPC client: own connections', function () {
     assert.deepEqual(uncaught, []);
   });
 
-  it('asks a large answer announced on a kept-alive connection again on one of its own; the method then stays there', async () => {
+  it('asks a large answer announced on a kept-alive connection again on one of its own; a method with many large answers goes there at once', async () => {
     const rpc = createRpcClient({ url, name: 'daemon' });
     requests = 0;
     const calls: [string, boolean | undefined][] = [
-      ['large', undefined], // kept-alive, announced with 40 KB: dropped and asked again on its own
-      ['large', undefined], // it had a large answer: on its own at once
-      ['small', undefined], // another method, its own record
+      // Kept-alive, each announced with 40 KB: dropped and asked again on a connection of their own, until
+      // large answers are more than a quarter of the method's recent ones (1/8, then 0.23, 0.33 of them) ...
+      ['large', undefined],
+      ['large', undefined],
+      ['large', undefined],
+      // ... and then on their own at once
+      ['large', undefined],
+      ['small', undefined], // another method, its own record: kept-alive
       ['fresh', false], // a large answer, told to stay: waited for on the kept-alive connection
     ];
     const seen: [number, number][] = [];
@@ -78,7 +83,7 @@ describe('daemon RPC client: own connections', function () {
       seen.push([requests - r0, rpc.ownConnectionsOpened - o0]);
     }
     // [requests the daemon got, own connections opened] a call
-    assert.deepEqual(seen, [[2, 1], [1, 1], [1, 0], [1, 0]]);
+    assert.deepEqual(seen, [[2, 1], [2, 1], [2, 1], [1, 1], [1, 0], [1, 0]]);
     rpc.close();
   });
 });

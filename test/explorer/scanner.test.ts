@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { execFileSync } from 'node:child_process';
-import { STAY_OWN } from '../../lib/daemon-rpc/rpc.ts';
 import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
 import { blockRows } from '../../plugins/explorer/store.ts';
@@ -51,9 +50,10 @@ describe('explorer scanner on a real chain', function () {
     const mid = await answerBytes(to);
     assert.ok(coinbaseOnly.bytes < 8 * 1024 && mid.bytes > 16 * 1024, `answers of ${coinbaseOnly.bytes} and ${mid.bytes} bytes`);
 
-    // The client, call by call: a small answer keeps the method on kept-alive connections; a large one
-    // announced there is asked again on a connection of its own (its rest would wait for a delayed ACK), and
-    // the method's next STAY_OWN calls go on one of their own.
+    // The client, call by call: small answers keep the method on kept-alive connections; a large one
+    // announced there is asked again on a connection of its own (its rest would wait for a delayed ACK);
+    // once large answers are more than a quarter of the recent ones, the method's calls go on connections
+    // of their own, until small ones bring the share down again.
     const rpc = rpcFor(ltc);
     const opened = async (hash: string) => {
       const before = rpc.ownConnectionsOpened;
@@ -61,12 +61,10 @@ describe('explorer scanner on a real chain', function () {
       assert.equal(block.hash, hash);
       return rpc.ownConnectionsOpened - before;
     };
-    const small = (n: number) => Array.from({ length: n }, () => coinbaseOnly.hash);
-    const calls = [coinbaseOnly.hash, mid.hash, mid.hash, ...small(STAY_OWN), coinbaseOnly.hash];
+    const times = <T,>(n: number, x: T) => Array.from({ length: n }, () => x);
     const seen: number[] = [];
-    for (const hash of calls) seen.push(await opened(hash));
-    assert.deepEqual(seen, [0, 1, 1, ...Array(STAY_OWN).fill(1), 0]);
-    // Other methods keep their own record; an explicit choice wins.
+    for (const hash of [coinbaseOnly.hash, ...times(5, mid.hash), ...times(8, coinbaseOnly.hash)]) seen.push(await opened(hash));
+    assert.deepEqual(seen, [0, ...times(5, 1), ...times(5, 1), ...times(3, 0)], 'own connections opened, call by call');
     const own = rpc.ownConnectionsOpened;
     await rpc.call('getblockcount');
     assert.equal(rpc.ownConnectionsOpened, own);
