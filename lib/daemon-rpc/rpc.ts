@@ -83,8 +83,9 @@ export const FIRST_WRITE = 16 * 1024;
 /**
  * A method goes on connections of their own while more than this share of its recent answers (a moving
  * average, each answer weighing 1/8) were larger than FIRST_WRITE; below it a large answer is asked twice.
- * The break-even of the two costs measured here: a connection of its own costs the node 0.25-0.4 ms of CPU
- * a call, a second asking of a 25 KB block about 1.3 ms of the daemon's and the node's (bench:rpc-answers).
+ * About the break-even of the two costs measured here: a connection of its own costs the node 0.25-0.4 ms of
+ * CPU a call; a second asking costs the daemon its JSON of the block again (0.8 ms of litecoind's CPU for a
+ * 15 KB answer, more for larger ones) and the node a reset connection and a new one (README.md).
  */
 export const OWN_FROM_SHARE = 0.25;
 /** Methods whose answers are followed (the daemons' method tables are smaller; this bounds any other use). */

@@ -1,10 +1,10 @@
 /**
  * Read blocks from the daemon in height order while keeping it busy: block hashes in one batch call per
  * window, then `getblock <hash> 2` (every transaction in full, one call per block) with up to `window`
- * blocks requested ahead of the ones being applied. Once `getblock` answers pass 12 KB, the daemon client
- * asks for each on a connection of its own (lib/daemon-rpc, `ownConnection`): from a daemon on this machine
- * an answer of 16-80 KB on a kept-alive connection waited 40 ms for a delayed ACK, about 16 times its own
- * time (blocks of about 2.3-12 KB).
+ * blocks requested ahead of the ones being applied. A `getblock` answer larger than the daemon's first
+ * write (16,384 bytes) goes on a connection of its own (lib/daemon-rpc, `ownConnection`): from a daemon on
+ * this machine, the rest of an answer of 16-80 KB on a kept-alive connection waited 40 ms for a delayed
+ * ACK, about 16 times its own time (blocks of about 2.3-12 KB).
  */
 import type { RpcClient } from '../daemon/api.ts';
 import type { RpcBlock } from './block.ts';
