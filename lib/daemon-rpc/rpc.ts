@@ -46,9 +46,9 @@ export interface RpcCallOptions {
    * `getblock` answers of 25-59 KB took 42 ms on a kept-alive connection and 2.0-3.1 ms on their own, and
    * an own connection costs a small answer 0.3-0.5 ms more.
    * Left out, the client decides: a method more than a quarter of whose recent answers were larger than
-   * FIRST_WRITE (OWN_FROM_SHARE) goes on connections of its own; and a kept-alive answer whose headers announce more than
-   * FIRST_WRITE is abandoned at once and asked again on a connection of its own (about 1 ms of the daemon's
-   * CPU instead of 40 ms waiting).
+   * FIRST_WRITE (OWN_FROM_SHARE) goes on connections of its own; and a kept-alive answer whose headers
+   * announce more than FIRST_WRITE is abandoned at once and asked again on a connection of its own (the
+   * daemon's work on it twice instead of 40 ms waiting).
    * Only over http to a loopback address: elsewhere segments are smaller than the daemon's writes, and a
    * new connection costs a round trip (and a TLS handshake over https).
    */
@@ -81,7 +81,7 @@ const IDLE_MS = 2000;
  */
 export const FIRST_WRITE = 16 * 1024;
 /**
- * A method goes on connections of their own while more than this share of its recent answers (a moving
+ * A method goes on connections of its own while more than this share of its recent answers (a moving
  * average, each answer weighing 1/8) were larger than FIRST_WRITE; below it a large answer is asked twice.
  * About the break-even of the two costs measured here: a connection of its own costs the node 0.25-0.4 ms of
  * CPU a call; a second asking costs the daemon its JSON of the block again (0.8 ms of litecoind's CPU for a

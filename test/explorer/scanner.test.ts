@@ -33,7 +33,7 @@ describe('explorer scanner on a real chain', function () {
     await ltc?.stop();
   });
 
-  it('fetches every block in height order; an answer past 16 KB (the daemon\'s first write) is asked again on a connection of its own and brings the next calls of its method one, none left behind', async () => {
+  it('fetches every block in height order; an answer past 16 KB (the daemon\'s first write) is asked again on a connection of its own, a method with many goes there at once, none left behind', async () => {
     // Blocks of 20 payments (about 5 KB, a 30 KB answer; sizes vary with the wallet's coins) after the small ones.
     const first = (await ltc.rpc.call<number>('getblockcount')) - 3;
     for (let b = 0; b < 3; b++) {
