@@ -98,6 +98,16 @@ function headBytes(res: http.IncomingMessage): number {
   return n;
 }
 
+/**
+ * Close a connection with a reset, so neither end waits in TIME_WAIT. A reset the kernel refuses (the
+ * daemon closed the connection itself, as after `Connection: close`) is emitted as an error of the socket
+ * and of its request (EINVAL): it is expected here.
+ */
+function reset(socket: import('node:net').Socket): void {
+  socket.on('error', () => {});
+  socket.resetAndDestroy();
+}
+
 /** 127.0.0.0/8, ::1 and localhost: the daemon runs on this machine. */
 export function isLoopback(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
@@ -174,9 +184,7 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
         if (watch && head + Number(res.headers['content-length'] ?? 0) > FIRST_WRITE) {
           moved = true;
           // Reset, as an own connection is: a plain close would leave our end in TIME_WAIT for a minute.
-          const s = res.socket as import('node:net').Socket;
-          s.on('error', () => {});
-          s.resetAndDestroy();
+          reset(res.socket as import('node:net').Socket);
           req.destroy();
           send(payload, signal, true, false).then(resolve, reject);
           return;
@@ -186,12 +194,7 @@ export function createRpcClient(options: RpcClientOptions): RpcConnection {
         res.on('data', (c: Buffer) => (chunks.push(c), (body += c.length)));
         res.on('end', () => {
           resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks, body).toString('utf8'), bytes: head + body });
-          if (socket && !socket.destroyed) {
-            // Answered first: a reset the kernel refuses (the daemon closed the connection itself, as after
-            // `Connection: close`) is emitted as an error of the socket and of the request (EINVAL).
-            socket.on('error', () => {});
-            socket.resetAndDestroy();
-          }
+          if (socket && !socket.destroyed) reset(socket);
         });
         res.on('error', reject);
       });

@@ -27,7 +27,7 @@ export interface ExplorerConfig {
 type CallOpts = Parameters<RpcClient['call']>[2];
 
 /** The daemon service with its hot-read cache bypassed: the scanner must see reorgs at once, and never fill the cache with blocks. */
-function uncached(daemon: RpcClient): RpcClient {
+export function uncached(daemon: RpcClient): RpcClient {
   return {
     get inFlight() {
       return daemon.inFlight;

@@ -48,6 +48,7 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
 import { parseBlock, type RpcBlock } from '../../plugins/explorer/block.ts';
 import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
+import { uncached } from '../../plugins/explorer/index.ts';
 import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
 import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
@@ -153,17 +154,7 @@ async function buildChain(ltc: Regtest) {
 function explorerClient(ltc: Regtest): RpcClient {
   const settings: Record<string, unknown> = { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } };
   if (!new Ajv({ useDefaults: true, strict: false }).compile(daemonConfigSchema)(settings)) throw new Error('daemon settings');
-  const service = createDaemonService(settings as unknown as DaemonSettings, { now: () => Date.now() });
-  return {
-    get inFlight() {
-      return service.inFlight;
-    },
-    get options() {
-      return service.options;
-    },
-    call: (method, params, opts) => service.call(method, params, { ...opts, cache: false }),
-    batch: (calls, opts) => service.batch(calls, opts),
-  };
+  return uncached(createDaemonService(settings as unknown as DaemonSettings, { now: () => Date.now() }));
 }
 
 /** Where the stores of this run live. */
