@@ -11,7 +11,7 @@ import { toSatoshis } from './pricing.ts';
 import type { Registry } from './registry.ts';
 
 export interface ExplorerPayments {
-  tipHeight(): number | null;
+  tip(): { height: number; hash: string } | null;
   transactions(address: string): Promise<{ txid: string; height: number }[]>;
 }
 
@@ -50,6 +50,13 @@ export function opReturnHash(hex: string | undefined): string {
 
 export class PaymentWatcher extends PeriodicWork {
   lastError: string | null = null;
+  /**
+   * The explorer's tip (`height:hash`) the address's transactions were last listed and taken in at. The list
+   * only changes when the explorer applies or undoes a block, which moves its tip; while the tip stands a round
+   * only looks at the payments still waiting. Listing every round read the address's whole history each
+   * time (every payment ever made to the registry) for nothing between blocks.
+   */
+  private listedAt: string | null = null;
 
   constructor(
     private readonly o: {
@@ -75,8 +82,20 @@ export class PaymentWatcher extends PeriodicWork {
     const explorer = this.o.explorer();
     const daemon = this.o.daemon();
     if (!explorer || !daemon || !this.o.address) return;
-    const tip = explorer.tipHeight();
-    if (tip === null) return;
+    const tip = explorer.tip();
+    if (!tip) return;
+    const at = `${tip.height}:${tip.hash}`;
+    if (at !== this.listedAt) {
+      await this.takeIn(explorer, daemon);
+      // Only after a listing that went through: a round that failed midway lists again next time. A block
+      // applied while listing moves the tip past `at`, so the next round lists again too.
+      this.listedAt = at;
+    }
+    await this.confirmWaiting(tip.height);
+  }
+
+  /** The address's listed transactions into the store: undone ones dropped, new ones read from the daemon. */
+  private async takeIn(explorer: ExplorerPayments, daemon: RpcClient): Promise<void> {
     const refs = await explorer.transactions(this.o.address);
     const listed = new Map(refs.map((r) => [r.txid, r.height]));
     // Reorganisations: a payment whose block was undone is not listed (or listed at another height).
@@ -100,6 +119,10 @@ export class PaymentWatcher extends PeriodicWork {
       }
       await this.o.store.insert({ txid: ref.txid, height: ref.height, hash, valueSat: value.toString() });
     }
+  }
+
+  /** Payments not yet settled: confirmed against the registry once they have enough confirmations. */
+  private async confirmWaiting(tip: number): Promise<void> {
     for (const p of await this.o.store.find({ outcome: { $exists: false } })) {
       if (!p.hash || p.valueSat === '0') {
         await this.o.store.update({ txid: p.txid }, { $set: { outcome: 'not a registry payment' } });

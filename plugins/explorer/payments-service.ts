@@ -3,11 +3,13 @@
  * and the transactions of one address from the index, so nothing else scans the chain again. After a
  * reorganisation the undone blocks' transactions are no longer listed.
  */
-import type { ExplorerStore, TxRef } from './store.ts';
+import type { ExplorerStore, Tip, TxRef } from './store.ts';
 
 export interface ExplorerPayments {
   /** The highest block the explorer has applied; null before the first. */
   tipHeight(): number | null;
+  /** The highest block applied, with its hash: an address's list changes only when this does. */
+  tip(): Tip | null;
   /** Transactions touching `address` in scanned blocks, newest first. */
   transactions(address: string): Promise<TxRef[]>;
 }
@@ -15,6 +17,7 @@ export interface ExplorerPayments {
 export function paymentsService(store: ExplorerStore): ExplorerPayments {
   return {
     tipHeight: () => store.tip()?.height ?? null,
+    tip: () => store.tip(),
     transactions: (address) => store.transactions(address),
   };
 }
