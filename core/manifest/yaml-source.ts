@@ -2,19 +2,29 @@
  * A parsed YAML file that can say where things are: `file:line:column` for an offset, a key path or an
  * ajv error, so manifest and config errors point at the text an operator has to fix.
  */
-import YAML, { LineCounter, isMap, isNode, isScalar, type Document } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Document, LineCounter } from 'yaml';
 import type { ErrorObject } from 'ajv';
 import { describeError } from './schema.ts';
 
+// yaml loads with the first YAML text read, not at start: a node started on the built manifest cache and
+// without a config file reads none, and the package is 73 of the 468 modules such a start loaded (about
+// 50 ms of its 1 s of CPU to the first answer, measured). Its node-type checks compare Symbol.for tokens,
+// so documents of this copy and of any other import of the package are told apart the same way.
+let yamlLib: typeof import('yaml') | undefined;
+const yaml = () => (yamlLib ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+
 export class YamlSource {
   readonly doc: Document.Parsed;
-  private readonly lc = new LineCounter();
+  private readonly lc: LineCounter;
 
   constructor(
     text: string,
     readonly file: string,
   ) {
-    this.doc = YAML.parseDocument(text, { lineCounter: this.lc, prettyErrors: false });
+    const { parseDocument, LineCounter } = yaml();
+    this.lc = new LineCounter();
+    this.doc = parseDocument(text, { lineCounter: this.lc, prettyErrors: false });
   }
 
   /** `file:line:col` of a character offset (`file:1:1` when unknown). */
@@ -38,6 +48,7 @@ export class YamlSource {
   /** Where the key at the end of `keyPath` is written (its value's place when the key is not found). */
   ofKey(keyPath: (string | number)[]): string {
     const parent = this.doc.getIn(keyPath.slice(0, -1), true);
+    const { isMap, isScalar } = yaml();
     const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && p.key.value === keyPath[keyPath.length - 1]) : undefined;
     return isScalar(pair?.key) && pair.key.range ? this.at(pair.key.range[0]) : this.of(keyPath);
   }
@@ -49,6 +60,7 @@ export class YamlSource {
   locate(err: ErrorObject, reason?: (text: string) => string, base: (string | number)[] = [], prefix = ''): string {
     const { path: keyPath, text } = describeError(prefix, err);
     const full = [...base, ...keyPath.map(key)];
+    const { isMap, isNode, isScalar } = yaml();
     let range: [number, number, number] | undefined;
     if (err.keyword === 'additionalProperties') {
       const parent = this.doc.getIn(full.slice(0, -1), true);
