@@ -65,8 +65,8 @@ const arg = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : dflt;
 };
-// 4,000 timed blocks a round (about 4 s): with 2,000 single pairs of rounds ranged from 0.54 to 1.18, with
-// 4,000 from 0.82 to 1.00 (same VM); building the chain takes 70 s instead of 40.
+// 4,000 timed blocks a round (about 4 s): with 2,000, single pairs of rounds ranged from 0.54 to 1.18 in one
+// run; with 4,000, from 0.69 to 1.00 over three (same VM). Building the chain takes 70 s instead of 40.
 const BLOCKS = Number(arg('blocks', '5000'));
 const PREFETCH = Number(arg('prefetch', '32'));
 const ROUNDS = Number(arg('rounds', '5'));
