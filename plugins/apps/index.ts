@@ -166,7 +166,7 @@ export default definePlugin({
       verify,
       cfg.temporaryMessageMinutes * 60_000,
       secrets,
-      () => ctx.payments()?.tipHeight() ?? null,
+      () => ctx.payments()?.tip()?.height ?? null,
     );
     await registry.init();
 

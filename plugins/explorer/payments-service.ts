@@ -6,9 +6,7 @@
 import type { ExplorerStore, Tip, TxRef } from './store.ts';
 
 export interface ExplorerPayments {
-  /** The highest block the explorer has applied; null before the first. */
-  tipHeight(): number | null;
-  /** The highest block applied, with its hash: an address's list changes only when this does. */
+  /** The highest block the explorer has applied, with its hash; null before the first. An address's list changes only when this does. */
   tip(): Tip | null;
   /** Transactions touching `address` in scanned blocks, newest first. */
   transactions(address: string): Promise<TxRef[]>;
@@ -16,7 +14,6 @@ export interface ExplorerPayments {
 
 export function paymentsService(store: ExplorerStore): ExplorerPayments {
   return {
-    tipHeight: () => store.tip()?.height ?? null,
     tip: () => store.tip(),
     transactions: (address) => store.transactions(address),
   };
