@@ -100,12 +100,12 @@ describe('apps: tampering events, resource checks and events', function () {
     });
     assert.equal(comp.desired, 'stopped');
     assert.match(comp.stoppedReason, /over its memory limit: killed for memory 1 times/);
-    const st = JSON.parse(await docker.cli(['inspect', 'coremem_hog']))[0].State;
+    const st = (await docker.inspect('coremem_hog')).State;
     assert.equal(st.Running, false);
     assert.equal(st.OOMKilled, true);
     // Left stopped: the reconciler does not start it again.
     await new Promise((r) => setTimeout(r, 1000)); // several reconciler rounds (200 ms) to prove a negative
-    assert.equal(JSON.parse(await docker.cli(['inspect', 'coremem_hog']))[0].State.Running, false);
+    assert.equal((await docker.inspect('coremem_hog')).State.Running, false);
     assert.deepEqual(data(await node.get(`/apps/installedapps/${HOG}`)).map((a: any) => a.name), [HOG], 'still installed');
     // A start by the owner clears the reason; the app exceeds its limit again and is stopped again.
     data(await node.get(`/apps/appstart/${HOG}`, node.headers.owner));

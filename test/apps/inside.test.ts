@@ -130,7 +130,7 @@ describe('apps: looking inside running apps', function () {
   });
 
   it('one owner never reaches another app\'s container: not by its name, not by an id prefix', async () => {
-    const otherId: string = JSON.parse(await docker.cli(['inspect', `corelog_${OTHER}`]))[0].Id;
+    const otherId: string = (await docker.inspect(`corelog_${OTHER}`)).Id;
     assert.equal(error(await node.get(`/apps/applog/log_${OTHER}`, node.headers.owner)).code, 401);
     // An id prefix is no app name: nothing is found (Docker itself would resolve it).
     assert.equal(error(await node.get(`/apps/applog/${otherId.slice(0, 12)}`, node.headers.coreTeam)).code, 404);

@@ -23,8 +23,8 @@ describe('apps: lifecycle verbs, levels and a node restart', function () {
   const dataDir = tmp('lifecycle');
   const w = makeWallets();
 
-  const state = async (name: string) => JSON.parse(await docker.cli(['inspect', name]))[0].State as { Running: boolean; Status: string };
-  const ids = async () => Promise.all(CONTAINERS.map(async (c) => JSON.parse(await docker.cli(['inspect', c]))[0].Id as string));
+  const state = async (name: string) => (await docker.inspect(name)).State as { Running: boolean; Status: string };
+  const ids = async () => Promise.all(CONTAINERS.map(async (c) => (await docker.inspect(c)).Id as string));
 
   before(async () => {
     [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
@@ -77,9 +77,9 @@ describe('apps: lifecycle verbs, levels and a node restart', function () {
       await until('api answers', () => probe(ports[0]));
 
       await refused(`/apps/apprestart/${APP}`);
-      const before = JSON.parse(await docker.cli(['inspect', CONTAINERS[0]]))[0].State.StartedAt;
+      const before = (await docker.inspect(CONTAINERS[0])).State.StartedAt;
       data(await node.get(`/apps/apprestart/${APP}`, h));
-      const after = JSON.parse(await docker.cli(['inspect', CONTAINERS[0]]))[0].State.StartedAt;
+      const after = (await docker.inspect(CONTAINERS[0])).State.StartedAt;
       assert.notEqual(after, before);
 
       await refused(`/apps/appkill/${APP}`);

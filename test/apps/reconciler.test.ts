@@ -28,7 +28,7 @@ describe('apps: the reconciler', function () {
   const NAME = 'corerecon';
   const FOREIGN = 'notmanaged';
 
-  const running = async (name: string) => JSON.parse(await docker.cli(['inspect', name]))[0].State.Running as boolean;
+  const running = async (name: string) => (await docker.inspect(name)).State.Running as boolean;
   const crash = async () => {
     await docker.cli(['kill', NAME]);
     await until('exited', async () => !(await running(NAME)));

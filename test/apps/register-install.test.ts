@@ -73,7 +73,7 @@ describe('apps: register, pay, install', function () {
     const c = running.find((r: any) => r.Names[0] === '/corewebthree');
     assert.ok(c, JSON.stringify(running));
     assert.equal(c.Labels['corenode.app'], 'webthree');
-    const inspect = JSON.parse(await docker.cli(['inspect', 'corewebthree']))[0];
+    const inspect = await docker.inspect('corewebthree');
     assert.equal(inspect.HostConfig.NanoCpus, 0.5e9);
     assert.equal(inspect.HostConfig.Memory, 200 * 1024 * 1024);
     assert.equal(inspect.HostConfig.RestartPolicy.Name, 'no');

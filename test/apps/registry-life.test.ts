@@ -90,13 +90,13 @@ describe('apps: confirmations, sealed repoauth, updates, expiry', function () {
     assert.equal(last(ndjson(await node.get('/apps/installapplocally/webapp', node.headers.coreTeam))).status, 'success');
     await until('webapp answers', () => probe(webPort));
     await fetch(`http://127.0.0.1:${webPort}/write`);
-    const before = JSON.parse(await docker.cli(['inspect', 'coreweb_webapp']))[0];
+    const before = await docker.inspect('coreweb_webapp');
 
     const soft = { ...webSpec, compose: [{ ...webSpec.compose[0], environmentParameters: [...webSpec.compose[0].environmentParameters, 'UPDATED=1'] }] };
     const softHash = await submit(soft, 'coreappupdate');
     await ltc.mine(2);
     await until('soft update installed', async () => (await installed('webapp'))?.hash === softHash);
-    const after = JSON.parse(await docker.cli(['inspect', 'coreweb_webapp']))[0];
+    const after = await docker.inspect('coreweb_webapp');
     assert.notEqual(after.Id, before.Id, 'the container was recreated');
     assert.ok(after.Config.Env.includes('UPDATED=1'));
     assert.ok((await until('webapp answers after the soft update', () => probe(webPort))).files.includes('marker'), 'data kept');

@@ -58,7 +58,7 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
   const testKey = newSigner();
   /** The docker CLI of node i's dockerd. */
   const cliOf = (i: number) => (i === 0 ? docker.cli : extra[i - 1].cli);
-  const inspect = async (i: number, name: string) => JSON.parse(await cliOf(i)(['inspect', name]))[0];
+  const inspect = (i: number, name: string) => (i === 0 ? docker : extra[i - 1]).inspect(name);
   const running = async (name: string, i = 0) => (await inspect(i, name)).State.Running as boolean;
   const onAll = async (f: (i: number) => Promise<boolean>) => (await Promise.all(RUNNERS.map(f))).every(Boolean);
 

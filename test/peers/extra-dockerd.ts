@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { engineInspect } from '../support/docker.ts';
 import { eventually } from '../support/wait.ts';
 
 const run = promisify(execFile);
@@ -21,6 +22,7 @@ const run = promisify(execFile);
 export interface ExtraDockerd {
   socketPath: string;
   cli(args: string[]): Promise<string>;
+  inspect(name: string): Promise<any>;
   stop(): Promise<void>;
 }
 
@@ -63,5 +65,5 @@ export async function startExtraDockerd(): Promise<ExtraDockerd> {
     await stop();
     throw new Error(`${(e as Error).message}\n${tail}`);
   }
-  return { socketPath, cli, stop };
+  return { socketPath, cli, inspect: (name) => engineInspect(socketPath, name), stop };
 }

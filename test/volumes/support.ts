@@ -85,5 +85,5 @@ export async function settle(node: AppsNode, started: Answer, headers: Record<st
 export const DOCKER_POLL = 200;
 
 export async function containerRunning(docker: TestDocker, name: string): Promise<boolean> {
-  return JSON.parse(await docker.cli(['inspect', name]))[0].State.Running === true;
+  return (await docker.inspect(name)).State.Running === true;
 }
