@@ -1,16 +1,16 @@
 /**
- * `npm run login -- --wif <key> | --eth-key <hex> [--node <url>] [--emergency]`
+ * `npm run login -- --wif <key> | --eth-key <hex> [--node <url>] [--emergency]`, compiled into dist/ and run
+ * from there as the other entry points are (scripts/launch.mjs): through tsx it cost 1.9 s of CPU a run,
+ * TypeScript compiled at every start (measured in the identity tests).
  *
  * Logs in to a node with a wallet key: asks for a login phrase, signs it (Bitcoin message signature for a
  * WIF key, personal-sign for an ethereum key), posts it to /id/verifylogin and prints the `legacyidauth`
  * header to paste into curl. A key given as `-` is read from stdin (keeps it out of the shell history).
  */
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import bitcoinMessage from 'bitcoinjs-message';
 import { SigningKey, Wallet } from 'ethers';
-import { base58Decode, p2pkhAddress, sha256 } from '../plugins/identity/ids.ts';
+import { base58Decode, p2pkhAddress, sha256 } from './ids.ts';
 
 const USAGE = 'usage: npm run login -- (--wif <key> | --eth-key <hex>) [--node http://127.0.0.1:16127] [--emergency]';
 
@@ -20,7 +20,7 @@ interface Signer {
 }
 
 /** A WIF private key (mainnet 0x80 or testnet 0xef, with or without the compressed-key flag). */
-export function wifSigner(wif: string): Signer {
+function wifSigner(wif: string): Signer {
   const raw = base58Decode(wif.trim());
   if (!raw || (raw.length !== 37 && raw.length !== 38) || (raw[0] !== 0x80 && raw[0] !== 0xef))
     throw new Error('not a WIF private key (base58, starting with 5, K, L, 9 or c)');
@@ -33,7 +33,7 @@ export function wifSigner(wif: string): Signer {
   return { legacyid: p2pkhAddress(pub), sign: async (m) => bitcoinMessage.sign(m, key, compressed).toString('base64') };
 }
 
-export function ethSigner(hex: string): Signer {
+function ethSigner(hex: string): Signer {
   const h = hex.trim();
   if (!/^(0x)?[0-9a-fA-F]{64}$/.test(h)) throw new Error('an ethereum private key is 64 hex digits (optionally 0x first)');
   const w = new Wallet(h.startsWith('0x') ? h : '0x' + h);
@@ -103,8 +103,7 @@ async function main(): Promise<void> {
   );
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url))
-  main().catch((e) => {
-    process.stderr.write(`login: ${(e as Error).message}\n`);
-    process.exit(1);
-  });
+main().catch((e) => {
+  process.stderr.write(`login: ${(e as Error).message}\n`);
+  process.exit(1);
+});
