@@ -91,8 +91,8 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms: nu
 /**
  * A container's `docker inspect` object, read from the Engine API over the daemon's socket; fails as the CLI
  * does when there is no such container. The CLI is a Go program whose every run cost about 75 ms of CPU
- * (measured: 148 runs, 11.2 s, in the peer apps test, most of them polls for a container's state); a
- * request on the socket costs about a millisecond.
+ * (measured: 148 runs, 11.2 s, in the peer apps test, most of them polls for a container's state); this is
+ * one HTTP exchange from the test's own process.
  */
 export function engineInspect(socketPath: string, name: string): Promise<any> {
   return new Promise((resolve, reject) => {

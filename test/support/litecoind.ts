@@ -72,7 +72,7 @@ export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promi
       // every block connected: mining cost 2 ms a block at height 100 and 7 ms at 1,600 (quadratic in a
       // test's chain), against a flat 2 ms with it off (measured). Off, as on any production daemon.
       'checkblockindex=0',
-      // The signature and script caches (32 MB each by default) are made at start: 0.15 of the daemon's 0.58 s
+      // The signature and script caches (32 MB between them by default) are made at start: 0.15 of the daemon's 0.58 s
       // of CPU from spawn to its first RPC answer (measured). A test's few transactions do not need them.
       'maxsigcachesize=1',
       `rpcuser=${user}`,
