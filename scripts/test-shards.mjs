@@ -22,14 +22,12 @@ import path from 'node:path';
 // file): on a 2-vCPU VM the shards ended after 524, 587, 469 and 498 s with the explorer's kill -9 test
 // (140 s of wall, 35 s of CPU) in the second; the suite is bound by CPU, so the shards should end together.
 // With it in the third they ended after 492, 490, 504 and 430 s (corectl from dist/ had made the last
-// lighter): it runs in the last now. Once the kill test's chain cost half (dcf2cf4) the last ended first
-// (443, 453, 459 and 411 s on a fresh clone): the attack test of pipelined requests (47 s of the third's
-// wall) moved there.
+// lighter): it runs in the last now.
 const SHARDS = [
   ['test/apps', 'test/contract', 'test/node'],
   ['test/explorer', 'test/volumes'],
   ['test/deployer', 'test/attack', 'test/cli'],
-  ['test/peers', 'test/filesync', 'test/core', 'test/daemon', 'test/benchmark', 'test/identity', 'test/explorer/kill.test.ts', 'test/attack/pipelining-descriptors.test.ts'],
+  ['test/peers', 'test/filesync', 'test/core', 'test/daemon', 'test/benchmark', 'test/identity', 'test/explorer/kill.test.ts'],
 ];
 const isFile = (entry) => entry.endsWith('.test.ts');
 /** Files listed on their own: the shard of their area does not run them. */
