@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { engineInspect } from '../support/docker.ts';
+import { assertOwnNetworkNamespace, engineInspect } from '../support/docker.ts';
 import { eventually } from '../support/wait.ts';
 
 const run = promisify(execFile);
@@ -29,6 +29,7 @@ export interface ExtraDockerd {
 let made = 0;
 
 export async function startExtraDockerd(): Promise<ExtraDockerd> {
+  assertOwnNetworkNamespace('an extra test dockerd');
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'h17b-dockerd-'));
   // Interface names are at most 15 characters; the subnet is outside 172.17 and the apps' 172.4x.
   const n = made++;

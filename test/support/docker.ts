@@ -168,7 +168,45 @@ async function nodeRoot(dir: string) {
   fs.writeFileSync(path.join(dir, 'app/server.js'), SERVER_JS);
 }
 
+/**
+ * Refuses to start a dockerd in the machine's own network namespace: it would add its bridge `docker0`
+ * (172.17.0.1/16) and a route to the machine's network, which no test run may touch. `npm test` runs each
+ * shard in a namespace of its own; one file at a time runs in one with `scripts/dev/in-netns.sh`. Found
+ * when a plain `npx mocha test/volumes/restore-kill.test.ts` left a docker0 on the machine.
+ * CORENODE_TEST_NETNS=0 (shards in the machine's namespace, by choice) allows it.
+ */
+export function assertOwnNetworkNamespace(what: string): void {
+  if (process.env.CORENODE_TEST_NETNS === '0') return;
+  let self: fs.Stats;
+  try {
+    self = fs.statSync('/proc/self/ns/net');
+  } catch {
+    return; // not Linux
+  }
+  const same = (f: string) => {
+    try {
+      const s = fs.statSync(f);
+      return s.ino === self.ino && s.dev === self.dev;
+    } catch {
+      return null;
+    }
+  };
+  // A namespace made by `ip netns add` (the shards', in-netns.sh's) is bound under /run/netns. PID 1's may be
+  // unreadable (here it is, even to root), so a namespace that is neither named nor known to differ is
+  // taken for the machine's.
+  let named = false;
+  try {
+    named = fs.readdirSync('/run/netns').some((n) => same(path.join('/run/netns', n)));
+  } catch {
+    // no named namespaces
+  }
+  const own = named || same('/proc/1/ns/net') === false;
+  if (!own)
+    throw new Error(`${what} would add a bridge to this machine's network: run the test in a network namespace (scripts/dev/in-netns.sh <name> npx mocha <file>), or as \`npm test\` runs it`);
+}
+
 async function start(): Promise<TestDocker> {
+  assertOwnNetworkNamespace('a test dockerd');
   const t0 = Date.now();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'apps-docker-'));
   procs.root = root;
