@@ -101,8 +101,13 @@ export function engineInspect(socketPath: string, name: string): Promise<any> {
       res.setEncoding('utf8');
       res.on('data', (d) => (body += d));
       res.on('end', () => {
-        if (res.statusCode === 200) return resolve(JSON.parse(body));
-        reject(new Error(`inspect ${name}: ${res.statusCode} ${body.trim()}`));
+        if (res.statusCode !== 200) return reject(new Error(`inspect ${name}: ${res.statusCode} ${body.trim()}`));
+        // Parsed here, not thrown from the event: a bad answer fails the caller's wait, not the test process.
+        try {
+          resolve(JSON.parse(body));
+        } catch (e) {
+          reject(e);
+        }
       });
       res.on('error', reject);
     });
