@@ -19,11 +19,11 @@
 import { execSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, processTree, readProc, type Proc } from '../lib/process-tree.ts';
+import { freePortIn } from '../../test/support/ports.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const arg = (name: string, def: number) => {
@@ -89,17 +89,8 @@ interface Run {
   leftAfterStop: number;
 }
 
-/** A free TCP port from 25900 up (the bench's own range, away from the tests'). */
-async function freePort(from = 25900): Promise<number> {
-  for (let p = from; p < from + 100; p++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.createServer().once('error', () => resolve(false));
-      s.listen(p, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (ok) return p;
-  }
-  throw new Error(`no free port in ${from}-${from + 99}`);
-}
+/** The bench's own ports (25900-25999), away from the tests' while a bench runs beside them. */
+const freePort = () => freePortIn(25900, 25999);
 
 /** The status of GET /core/version, or 0 when nothing answers yet. */
 function probe(port: number): Promise<number> {

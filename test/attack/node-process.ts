@@ -4,12 +4,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { fetchAnswer, type Answer } from '../support/node.ts';
 import { entryArgs } from '../support/entry.ts';
+import { freePortIn } from '../support/ports.ts';
 
 export interface NodeProcess {
   child: ChildProcess;
@@ -37,19 +37,8 @@ export interface SpawnOptions {
   nofile?: number;
 }
 
-/** A port in the range this suite may use (26000-26999) that is free right now. */
-export async function freePort(from = 26000 + (process.pid % 500)): Promise<number> {
-  for (let i = 0; i < 1000; i++) {
-    const port = 26000 + ((from - 26000 + i) % 1000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = net.createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error('no free port in 26000-26999');
-}
+/** The attack area's ports: 26000-26999. */
+export const freePort = () => freePortIn(26000, 26999);
 
 export async function spawnNode(opts: SpawnOptions = {}): Promise<NodeProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hostattack-'));

@@ -4,11 +4,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/paths.ts';
 import { processTree } from '../../scripts/lib/process-tree.ts';
+import { freePortIn } from '../support/ports.ts';
 
 export { REPO_ROOT };
 
@@ -84,19 +84,8 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_
   }
 }
 
-/** A free port in this area's range (25000-25999), starting at a random place. */
-export async function freePort(): Promise<number> {
-  const start = 25000 + Math.floor(Math.random() * 1000);
-  for (let i = 0; i < 1000; i++) {
-    const port = 25000 + ((start - 25000 + i) % 1000);
-    const free = await new Promise<boolean>((resolve) => {
-      const s = net.createServer().once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error('no free port in 25000-25999');
-}
+/** The CLI area's ports: 25000-25999. */
+export const freePort = () => freePortIn(25000, 25999);
 
 export function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));

@@ -4,7 +4,7 @@
  * never a 500 or a hang.
  */
 import assert from 'node:assert/strict';
-import { freePort } from '../support/litecoind.ts';
+import { freePort } from '../support/ports.ts';
 import type { TestNode } from '../support/node.ts';
 import { OPERATOR, authAs, err, startDaemonNode } from './support.ts';
 

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { parseConf } from '../../lib/daemon-rpc/conf.ts';
 import { resolveConnection } from '../../plugins/daemon/settings.ts';
 import { createRpcClient } from '../../lib/daemon-rpc/rpc.ts';
-import { freePort, startLitecoind, type Regtest } from '../support/litecoind.ts';
+import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import { freePort } from '../support/ports.ts';
 import { tempDir } from '../support/node.ts';
 import { err, ok, startDaemonNode } from './support.ts';
 

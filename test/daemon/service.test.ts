@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { freePort, startLitecoind, type Regtest } from '../support/litecoind.ts';
+import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import { freePort } from '../support/ports.ts';
 import { TestClock, type TestNode } from '../support/node.ts';
 import { OPERATOR, authAs, err, ok, startDaemonNode } from './support.ts';
 

@@ -6,7 +6,6 @@
 import { eventually } from '../support/wait.ts';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -17,6 +16,7 @@ import type { Host } from '../../core/host.ts';
 import type { Answer } from '../support/node.ts';
 import { rawRequest } from '../support/raw-http.ts';
 import { entryArgs } from '../support/entry.ts';
+import { freePortIn } from '../support/ports.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -32,20 +32,8 @@ export function tempDir(prefix = 'deployer-test-'): string {
   return d;
 }
 
-/** A free port in this area's range (22000-22999), so tests never collide with other services on the machine. */
-let nextPort = 22000 + Math.floor(Math.random() * 900);
-export async function freePort(): Promise<number> {
-  for (let i = 0; i < 1000; i++) {
-    const port = 22000 + (nextPort++ % 1000);
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (ok) return port;
-  }
-  throw new Error('no free port in 22000-22999');
-}
+/** The deployer area's ports: 22000-22999. */
+export const freePort = () => freePortIn(22000, 22999);
 
 const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'Test', GIT_AUTHOR_EMAIL: 'test@example.com', GIT_COMMITTER_NAME: 'Test', GIT_COMMITTER_EMAIL: 'test@example.com' };
 

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { atExit } from '../support/at-exit.ts';
-import { freePort } from '../support/litecoind.ts';
+import { freePort } from '../support/ports.ts';
 
 export interface Postgres {
   /** URL of database `db` (created by `createDatabase`). */

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, freePortIn, unmountUnder, type TestDocker } from '../support/docker.ts';
+import { ensureDocker, unmountUnder, type TestDocker } from '../support/docker.ts';
+import { freePortIn } from '../support/ports.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { startNode, type TestNode } from '../support/node.ts';
 import { login } from '../support/wallets.ts';

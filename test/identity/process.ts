@@ -6,12 +6,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { Client, eventually } from '../support/http-client.ts';
 import { entryArgs } from '../support/entry.ts';
+import { freePortIn } from '../support/ports.ts';
 
 export interface NodeProcess {
   child: ChildProcess;
@@ -27,22 +27,8 @@ export interface NodeProcess {
   stop(): Promise<void>;
 }
 
-let nextPort = 24100 + Math.floor(Math.random() * 400);
-
-/** A free port of the range given to the identity tests (24100-24499). */
-export async function freePort(): Promise<number> {
-  for (let tries = 0; tries < 200; tries++) {
-    const port = nextPort++;
-    if (nextPort > 24499) nextPort = 24100;
-    const free = await new Promise<boolean>((resolve) => {
-      const s = net.createServer();
-      s.once('error', () => resolve(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error('no free port in 24100-24499');
-}
+/** The identity area's ports: 24100-24499. */
+export const freePort = () => freePortIn(24100, 24499);
 
 export function tempFolder(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'identity-'));

@@ -13,11 +13,11 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { atExit } from './at-exit.ts';
+import { freePortIn } from './ports.ts';
 import { writeImage } from './registry-store.ts';
 
 const run = promisify(execFile);
@@ -54,21 +54,6 @@ export interface PrivateRegistry {
 const PRIVATE_USER = 'corenode';
 const PRIVATE_PASSWORD = 'corenode-test-pw';
 const PRIVATE_HTPASSWD = `${PRIVATE_USER}:$2b$10$Hr4pA8W.4xtZC7FKyPriCOhLcMvghBYXTc2JLf5.5cSfjVJ3tKF8.`;
-
-/** A free TCP port in [lo, hi] on 127.0.0.1 (the task's range: 23000-23999). */
-export async function freePortIn(lo: number, hi: number): Promise<number> {
-  const start = lo + Math.floor(Math.random() * (hi - lo + 1));
-  for (let i = 0; i <= hi - lo; i++) {
-    const port = lo + ((start - lo + i) % (hi - lo + 1));
-    const ok = await new Promise<boolean>((resolve) => {
-      const srv = net.createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-    });
-    if (ok) return port;
-  }
-  throw new Error(`no free port in ${lo}-${hi}`);
-}
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms: number, logFile?: string): Promise<T> {
   const deadline = Date.now() + ms;

@@ -4,11 +4,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { atExit } from './at-exit.ts';
+import { freePort } from './ports.ts';
 import { tempDir } from './node.ts';
 
 export interface Regtest {
@@ -38,17 +38,6 @@ export interface Regtest {
 
 /** The compressed public key of secp256k1's generator point: a key in no test wallet. */
 const GENERATOR_PUBKEY = '0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promise<Regtest> {
   const datadir = tempDir('corenode-ltc-');

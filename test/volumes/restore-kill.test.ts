@@ -20,7 +20,7 @@ import { fetchAnswer, manifestsFor } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
 import { login } from '../support/wallets.ts';
 import { tgz } from './archives.ts';
-import { freePort } from '../support/litecoind.ts';
+import { freePort } from '../support/ports.ts';
 import { containerRunning, DOCKER_POLL, startWorld, type VolumesWorld } from './support.ts';
 import { entryArgs } from '../support/entry.ts';
 
