@@ -39,7 +39,25 @@ export interface Regtest {
 /** The compressed public key of secp256k1's generator point: a key in no test wallet. */
 const GENERATOR_PUBKEY = '0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798';
 
+/** The daemon could not bind its RPC port: another process took it after `freePort` chose it. */
+class PortTaken extends Error {}
+
+/**
+ * A regtest daemon with a wallet, answering RPC. The kernel chooses its port (`freePort`), which is free
+ * only until the daemon binds it, and the suite's other processes bind ports meanwhile: when the daemon
+ * exits on the bind, it starts again on another port.
+ */
 export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promise<Regtest> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (e) {
+      if (!(e instanceof PortTaken) || attempt === 3) throw e;
+    }
+  }
+}
+
+async function startOnce(opts: { extraArgs?: string[] }): Promise<Regtest> {
   const datadir = tempDir('corenode-ltc-');
   const rpcPort = await freePort();
   const p2pPort = await freePort();
@@ -100,7 +118,12 @@ export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promi
       await rpc.call('getblockchaininfo');
       break;
     } catch (e) {
-      if (child.exitCode !== null) throw new Error(`litecoind exited (${child.exitCode}): ${stderr}`);
+      if (child.exitCode !== null) {
+        if (!/Unable to start HTTP server|Unable to bind/.test(stderr)) throw new Error(`litecoind exited (${child.exitCode}): ${stderr}`);
+        forget();
+        fs.rmSync(datadir, { recursive: true, force: true });
+        throw new PortTaken(`litecoind could not bind port ${rpcPort}: ${stderr}`);
+      }
       if (Date.now() > deadline) throw new Error(`litecoind did not answer RPC in time: ${(e as Error).message}`);
       await new Promise((r) => setTimeout(r, 200));
     }
