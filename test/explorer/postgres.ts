@@ -44,11 +44,27 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'explorer-pg-'));
   const data = path.join(dir, 'data');
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
-  const port = await freePort();
   asPostgres(pgBin('initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync']);
-  // Tests: no fsync (a killed node, not a killed machine, is what they test). Benchmarks keep the defaults.
-  const settings = [`-p ${port}`, `-k ${dir}`, `-c listen_addresses=127.0.0.1`, ...(opts.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']), ...(opts.settings ?? [])];
-  asPostgres(pgBin('pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), '-o', settings.join(' '), '-w', '-t', '60', 'start']);
+  const log = path.join(dir, 'server.log');
+  // The kernel chooses the port, which is free only until the server binds it, and the suite's other
+  // processes bind ports meanwhile: when the server finds it taken, it starts again on another.
+  let port = 0;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    // Tests: no fsync (a killed node, not a killed machine, is what they test). Benchmarks keep the defaults.
+    const settings = [`-p ${port}`, `-k ${dir}`, `-c listen_addresses=127.0.0.1`, ...(opts.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']), ...(opts.settings ?? [])];
+    try {
+      asPostgres(pgBin('pg_ctl'), ['-D', data, '-l', log, '-o', settings.join(' '), '-w', '-t', '60', 'start']);
+      break;
+    } catch (e) {
+      const taken = fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('Address already in use');
+      if (!taken || attempt === 3) {
+        fs.rmSync(dir, { recursive: true, force: true });
+        throw e;
+      }
+      fs.rmSync(log, { force: true });
+    }
+  }
   const url = (db: string) => `postgresql://postgres@127.0.0.1:${port}/${db}`;
   let stopped = false;
   const halt = () => {
