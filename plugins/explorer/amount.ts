@@ -23,8 +23,8 @@ export function coinsToSatoshis(value: unknown): number {
   if (value >= UNIQUE_BELOW_COINS) throw new AmountError(`amount ${value} is too large to read exactly from a double`);
   // The product may be off by one unit (it is rounded, and so was the double), but it is checked: the division
   // is correctly rounded, so it gives back `value` exactly when `sats` is the daemon's amount, and no other
-  // amount below 2^26 coins shares that double. An output cost 0.02 us this way against 0.7-0.8 us through
-  // the string (about 18 outputs a block in bench:explorer's chain).
+  // amount below 2^26 coins shares that double. An output cost 0.02-0.04 us this way against 0.7-0.8 us
+  // through the string (17 outputs a block in bench:explorer's chain).
   const sats = Math.round(value * 1e8);
   if (sats / 1e8 === value) return sats;
   return decimalToSatoshis(String(value));

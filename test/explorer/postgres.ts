@@ -59,6 +59,12 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
     } catch (e) {
       const taken = fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('Address already in use');
       if (!taken || attempt === 3) {
+        // A start that timed out may still have left a server running in the folder.
+        try {
+          asPostgres(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
+        } catch {
+          // none running
+        }
         fs.rmSync(dir, { recursive: true, force: true });
         throw e;
       }

@@ -121,6 +121,7 @@ async function startOnce(opts: { extraArgs?: string[] }): Promise<Regtest> {
       if (child.exitCode !== null) {
         if (!/Unable to start HTTP server|Unable to bind/.test(stderr)) throw new Error(`litecoind exited (${child.exitCode}): ${stderr}`);
         forget();
+        rpc.close();
         fs.rmSync(datadir, { recursive: true, force: true });
         throw new PortTaken(`litecoind could not bind port ${rpcPort}: ${stderr}`);
       }
