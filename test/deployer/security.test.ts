@@ -240,11 +240,12 @@ describe('deployer safety (real service process)', function () {
       const s = net.connect(port, '127.0.0.1', () => r(s));
       s.on('error', () => {});
     })));
-    const open = await waitFor(async () => {
-      await new Promise((r) => setTimeout(r, 200));
-      return socks.filter((s) => !s.destroyed && s.readyState === 'open').length;
-    }, 'the cap to apply');
-    assert.ok(open <= 20, `${open} connections open`);
+    // Waits for the condition: counting once after 200 ms failed in CI (21 open) while the busy service had
+    // not yet accepted, and closed, every connection over the cap.
+    let open = socks.length;
+    await waitFor(() => (open = socks.filter((s) => !s.destroyed && s.readyState === 'open').length) <= 20, 'the cap to apply').catch(() => {});
+    // Some stay open: the cap closed those over it, not WEBHOOK_TIMEOUT (2 s) all of them.
+    assert.ok(open <= 20 && open > 0, `${open} connections open`);
     for (const s of socks) s.destroy();
     await waitFor(async () => (await d.get('/health').catch(() => null))?.status === 200, 'the service after the flood');
   });
