@@ -46,6 +46,13 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres:postgres', dir]);
   asPostgres(pgBin('initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync']);
   const log = path.join(dir, 'server.log');
+  const halt = () => {
+    try {
+      asPostgres(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
   // The kernel chooses the port, which is free only until the server binds it, and the suite's other
   // processes bind ports meanwhile: when the server finds it taken, it starts again on another.
   let port = 0;
@@ -61,11 +68,10 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
       if (!taken || attempt === 3) {
         // A start that timed out may still have left a server running in the folder.
         try {
-          asPostgres(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
+          halt();
         } catch {
-          // none running
+          // none was running; the folder is gone either way
         }
-        fs.rmSync(dir, { recursive: true, force: true });
         throw e;
       }
       fs.rmSync(log, { force: true });
@@ -73,13 +79,6 @@ export async function startPostgres(opts: { durable?: boolean; settings?: string
   }
   const url = (db: string) => `postgresql://postgres@127.0.0.1:${port}/${db}`;
   let stopped = false;
-  const halt = () => {
-    try {
-      asPostgres(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', '-t', '60', 'stop']);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  };
   // pg_ctl daemonises the server (a session of its own): Ctrl-C of the test run does not reach it.
   const forget = atExit(halt);
   const admin = async (sql: string) => {
