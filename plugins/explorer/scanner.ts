@@ -58,8 +58,11 @@ const chainMoved = (e: unknown) => e instanceof RpcError && e.kind === 'rpc' && 
 export class Scanner {
   /** Blocks and transactions applied since this scanner was made. */
   readonly stats = { blocks: 0, txs: 0, reorgs: 0, undone: 0 };
-  /** Where catching up spends its time (ms): waiting for blocks, parsing them, writing them (the benchmark prints it). */
-  readonly timing = { waitMs: 0, parseMs: 0, writeMs: 0 };
+  /**
+   * Where catching up spends its time (ms): waiting for blocks, parsing them, waiting for the store (of which
+   * `tailMs` after the last block came: the runs still being written then). The benchmark prints it.
+   */
+  readonly timing = { waitMs: 0, parseMs: 0, writeMs: 0, tailMs: 0 };
   lastError: string | null = null;
   /** The daemon's height at the last poll. */
   daemonHeight: number | null = null;
@@ -275,6 +278,7 @@ export class Scanner {
       error = e;
     }
     // What was gathered is whole blocks on top of the runs before it: written even when a fetch failed.
+    const tail = performance.now();
     try {
       await handOver();
     } catch (e) {
@@ -284,6 +288,7 @@ export class Scanner {
     const t = performance.now();
     const results = await Promise.allSettled(writing.map((w) => w.done));
     this.timing.writeMs += performance.now() - t;
+    this.timing.tailMs += performance.now() - tail;
     const failed = results.find((r) => r.status === 'rejected');
     if (error !== null || failed) throw error ?? (failed as PromiseRejectedResult).reason;
     return true;

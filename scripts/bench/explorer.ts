@@ -46,7 +46,6 @@ import { createRpcClient, type RpcClient } from '../../lib/daemon-rpc/rpc.ts';
 import { createDaemonService } from '../../plugins/daemon/service.ts';
 import { configSchema as daemonConfigSchema, type DaemonSettings } from '../../plugins/daemon/settings.ts';
 import { REPO_ROOT } from '../../core/config.ts';
-import { coinsToSatoshis } from '../../plugins/explorer/amount.ts';
 import { parseBlock, type RpcBlock } from '../../plugins/explorer/block.ts';
 import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
 import { uncached } from '../../plugins/explorer/index.ts';
@@ -54,6 +53,7 @@ import { PgExplorerStore } from '../../plugins/explorer/pg-store.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
 import { SqliteExplorerStore } from '../../plugins/explorer/sqlite-store.ts';
 import type { ExplorerStore, ParsedBlock } from '../../plugins/explorer/store.ts';
+import { buildChain } from './explorer-chain.ts';
 import { Synthetic, buildThroughApplyBlocks, bulkPostgres, bulkSqlite, verifyStore } from './explorer-synthetic.ts';
 import { startLitecoind, type Regtest } from '../../test/support/litecoind.ts';
 import { freePort } from '../../test/support/ports.ts';
@@ -111,48 +111,6 @@ type Kind = 'sqlite' | 'postgres';
 const quiet = { info() {}, warn() {}, error: (o: object, m?: string) => console.error(m, o) };
 const mb = (n: number) => `${(n / 2 ** 20).toFixed(0)} MB`;
 const s1 = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-
-/**
- * Transactions are built with createrawtransaction + signrawtransactionwithwallet (the wallet's own coin
- * selection costs ~30 ms a payment at this size): each block carries 4 transactions, each spending two
- * earlier outputs of 20 wallet addresses (legacy and bech32) and paying four outputs.
- */
-async function buildChain(ltc: Regtest) {
-  const rpc = ltc.rpc;
-  const wallet: string[] = [];
-  for (let i = 0; i < 20; i++) wallet.push(await rpc.call<string>('getnewaddress', ['', i % 2 ? 'bech32' : 'legacy']));
-  for (let i = 0; i < 100; i++) await ltc.mine(1, wallet[i % 20]);
-  const sink = await rpc.call<string>('getnewaddress', ['', 'legacy']);
-  await ltc.mine(100, sink);
-  const pool = (await rpc.call<{ txid: string; vout: number; address: string; amount: number }[]>('listunspent'))
-    .filter((u) => wallet.includes(u.address))
-    .map((u) => ({ txid: u.txid, vout: u.vout, sats: coinsToSatoshis(u.amount) }));
-  const fmt = (sats: number) => (sats / 1e8).toFixed(8);
-  const t0 = Date.now();
-  let txs = 0;
-  for (let b = 0; b < BLOCKS - 200; b++) {
-    const specs: { ins: { txid: string; vout: number; sats: number }[]; outs: Record<string, string>[]; w: number[] }[] = [];
-    for (let k = 0; k < 4; k++) {
-      const ins = [pool.shift()!, pool.shift()!];
-      const sum = ins[0].sats + ins[1].sats;
-      const small = Math.floor(sum / 200);
-      const rest = sum - 2 * small - 30_000;
-      const w = [Math.floor(rest / 2), rest - Math.floor(rest / 2)];
-      const outs = [{ [wallet[(b + k) % 10]]: fmt(w[0]) }, { [wallet[10 + ((b * 3 + k) % 9)]]: fmt(w[1]) }, { [sink]: fmt(small) }, { [wallet[19]]: fmt(small) }];
-      specs.push({ ins, outs, w });
-    }
-    const raws = await rpc.batch(specs.map((s) => ({ method: 'createrawtransaction', params: [s.ins.map(({ txid, vout }) => ({ txid, vout })), s.outs] })));
-    const signed = await rpc.batch(raws.map((x) => ({ method: 'signrawtransactionwithwallet', params: [x] })));
-    const sent = await rpc.batch(signed.map((x) => ({ method: 'sendrawtransaction', params: [(x as { hex: string }).hex] })));
-    sent.forEach((txid, k) => {
-      if (txid instanceof Error) throw txid;
-      pool.push({ txid: txid as string, vout: 0, sats: specs[k].w[0] }, { txid: txid as string, vout: 1, sats: specs[k].w[1] });
-      txs++;
-    });
-    await ltc.mine(1, sink);
-  }
-  console.log(`chain: ${BLOCKS} blocks, ${txs} payments built in ${s1(Date.now() - t0)}`);
-}
 
 /** The daemon service with the daemon plugin's config defaults, as the explorer plugin calls it (uncached). */
 function explorerClient(ltc: Regtest): RpcClient {
@@ -263,8 +221,10 @@ async function indexingRate(ltc: Regtest, stores: Stores) {
       const ms = performance.now() - t;
       indexS[kind].push(ms / 1000);
       paired[kind].push(baseline / (ms / 1000));
-      const { waitMs, parseMs, writeMs } = scanner.timing;
-      splits[kind].push(`cpu ${cpuShare(process.cpuUsage(cpu), ms)}, wait ${(waitMs / ms).toFixed(2)} parse ${(parseMs / ms).toFixed(2)} write ${(writeMs / ms).toFixed(2)}; ${perBlock(c0, cpuNow(), kind)}`);
+      const { waitMs, parseMs, writeMs, tailMs } = scanner.timing;
+      splits[kind].push(
+        `cpu ${cpuShare(process.cpuUsage(cpu), ms)}, wait ${(waitMs / ms).toFixed(2)} parse ${(parseMs / ms).toFixed(2)} write ${(writeMs / ms).toFixed(2)} (after the last block ${(tailMs / ms).toFixed(2)}); ${perBlock(c0, cpuNow(), kind)}`,
+      );
       if (scanner.stats.blocks !== blocks) throw new Error(`indexed ${scanner.stats.blocks} blocks of ${blocks}`);
       if (store instanceof SqliteExplorerStore) sizes[kind] = mb(store.sizeOnDisk());
       await store.close();
@@ -546,7 +506,7 @@ async function main() {
     if (STORES.includes('postgres')) pg = await startPostgres({ durable: true, settings: ['-c shared_buffers=256MB', '-c max_wal_size=8GB'] });
     const stores = new Stores(dir, pg);
     if (BLOCKS > 0) {
-      await buildChain(ltc);
+      await buildChain(ltc, BLOCKS);
       await indexingRate(ltc, stores);
     }
     if (OUTPUTS > 0) await scale(ltc, stores);
