@@ -17,15 +17,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import type Database from 'better-sqlite3';
-import { KeptBlocks, type Head } from './kept-blocks.ts';
+import { KeptBlocks } from './kept-blocks.ts';
 import { assertExtends, hex } from './plan.ts';
 import { openIndexFile, PAGE_SIZE, readHeads, toUtxo, type Row } from './sqlite-db.ts';
-import type { FromWriter, ToWriter, WriterData } from './sqlite-writer-thread.ts';
-import { runnableModule } from '../../core/plugin-api.ts';
+import type { WriterData } from './sqlite-writer-thread.ts';
+import { writerEntry, WriterThread, type WriterEntry } from './writer-thread.ts';
 import { IndexInconsistentError, type ExplorerStore, type Fault, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor } from './store.ts';
 
 export interface SqliteStoreOptions {
@@ -64,103 +62,6 @@ const ROWS_AHEAD = ROWS_PER_TRANSACTION;
 // The writer thread's module: next to this one, compiled (dist/, .js) or not (tsx, .ts).
 const WRITER_MODULE = new URL(`./sqlite-writer-thread${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
-/**
- * How the writer thread is started. The compiled module (from dist/, or from the sources when dist/ is
- * current: runnableModule), with the module loaders this process was started with and nothing else of its
- * execArgv (`--eval` and V8 flags do not apply to a thread). The TypeScript module otherwise (sources under
- * tsx with no current build): tsx registers its hooks in the main thread only on Node 20, so a small
- * bootstrap registers them in the thread first, then imports the module.
- */
-async function writerEntry(fromSources = false): Promise<WriterEntry> {
-  const { url, compiled } = await runnableModule(WRITER_MODULE, fromSources ? async () => false : undefined);
-  if (compiled) {
-    // tsx is for TypeScript: a compiled module started from the sources needs none of its hooks.
-    const loader = (spec: string) => !/(^|[/=])tsx([/]|$)/.test(spec);
-    const argv = process.execArgv;
-    const execArgv: string[] = [];
-    for (let i = 0; i < argv.length; i++) {
-      const a = argv[i];
-      if (/^(--require|-r|--import|--loader|--experimental-loader)$/.test(a) && i + 1 < argv.length) {
-        if (loader(argv[i + 1])) execArgv.push(a, argv[i + 1]);
-        i++;
-      } else if (/^(--require|--import|--loader|--experimental-loader)=/.test(a) && loader(a)) execArgv.push(a);
-    }
-    return { url, execArgv };
-  }
-  // tsx's ESM API (its package exports `./esm/api` as index.mjs for import, index.cjs for require).
-  const api = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  const code = `import { register } from ${JSON.stringify(api)}; register(); await import(${JSON.stringify(WRITER_MODULE.href)});`;
-  return { url: new URL(`data:text/javascript,${encodeURIComponent(code)}`), execArgv: [] };
-}
-
-interface WriterEntry {
-  url: URL;
-  execArgv: string[];
-}
-
-type Pending = { resolve: (v: Head | undefined) => void; reject: (e: Error) => void };
-
-/** The writer thread as the store sees it: requests in order, answers by id; a death fails every pending one. */
-class WriterThread {
-  private readonly worker: Worker;
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 1;
-  private dead: string | null = null;
-  readonly exited: Promise<void>;
-
-  constructor({ url, execArgv }: WriterEntry, data: WriterData, onCommitted: (heads: Head[], floor: number) => void, onDeath: () => void) {
-    // The node runs with 2 MB semi-spaces (--max-semi-space-size=2, for its idle RSS), which its threads
-    // inherit: a run of ~700 blocks, alive while it is planned and written, was then promoted and marked
-    // over and over. The writer gets 8 MB semi-spaces of its own (young generation 24 MB): bench:explorer
-    // under the node's flag, SQLite index / fetch 0.72-0.76 without, 0.77-0.84 with (runs alternating).
-    this.worker = new Worker(url, { workerData: data, execArgv, resourceLimits: { maxYoungGenerationSizeMb: 24 } });
-    this.worker.unref(); // kept alive by pending requests only (ref below)
-    this.worker.on('message', (m: FromWriter) => {
-      if (this.dead) return; // the store has read what the file holds since
-      if (m.op === 'committed') return onCommitted(m.heads, m.floor);
-      const p = this.pending.get(m.id);
-      if (!p) return;
-      this.pending.delete(m.id);
-      if (!this.pending.size) this.worker.unref();
-      if (m.op === 'done') p.resolve(m.head);
-      else p.reject(m.name === 'IndexInconsistentError' ? new IndexInconsistentError(m.message) : new Error(m.message));
-    });
-    const died = (why: string) => {
-      if (this.dead) return;
-      this.dead = why;
-      onDeath();
-      const e = new Error(`explorer index writer thread ${why}; the index holds the runs committed before`);
-      for (const p of this.pending.values()) p.reject(e);
-      this.pending.clear();
-    };
-    this.worker.on('error', (e) => died(`failed: ${e.message}`));
-    this.worker.on('messageerror', (e) => died(`sent an unreadable message: ${e.message}`));
-    this.exited = new Promise((resolve) => this.worker.once('exit', (code) => (died(`exited (code ${code})`), resolve())));
-  }
-
-  get alive(): boolean {
-    return this.dead === null;
-  }
-
-  request(m: { op: 'apply'; blocks: ParsedBlock[]; chainHeight?: number } | { op: 'undo'; height: number }): Promise<Head | undefined> {
-    if (this.dead) return Promise.reject(new Error(`explorer index writer thread ${this.dead}`));
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker.ref();
-      this.worker.postMessage({ ...m, id } as ToWriter);
-    });
-  }
-
-  /** Finish what was asked, close the write connection, end the thread. */
-  async close(): Promise<void> {
-    if (this.dead) return;
-    this.worker.ref();
-    this.worker.postMessage({ id: 0, op: 'close' } satisfies ToWriter);
-    await this.exited;
-  }
-}
-
 export class SqliteExplorerStore implements ExplorerStore {
   readonly rowsAhead: number;
   private db: Database.Database | null = null;
@@ -186,7 +87,7 @@ export class SqliteExplorerStore implements ExplorerStore {
 
   async open(): Promise<Tip | null> {
     await this.stopWriter();
-    this.entry ??= await writerEntry(this.opts.writerFromSources);
+    this.entry ??= await writerEntry(WRITER_MODULE, this.opts.writerFromSources);
     this.db?.close();
     this.db = this.st = null;
     const cacheMb = this.opts.cacheMb ?? 64;
@@ -249,7 +150,7 @@ export class SqliteExplorerStore implements ExplorerStore {
     if (!blocks.length) return;
     assertExtends(this.sentTip === undefined ? this.kept.tip() : this.sentTip, blocks);
     const last = blocks.at(-1)!;
-    const p = this.thread().request({ op: 'apply', blocks, chainHeight });
+    const p = this.thread().request({ op: 'apply', blocks, chainHeight, base: null });
     this.sentTip = { height: last.height, hash: last.hash };
     this.inFlight.add(p);
     try {
@@ -271,7 +172,7 @@ export class SqliteExplorerStore implements ExplorerStore {
   async undoTip(): Promise<void> {
     await this.settled();
     const tip = this.kept.undoable();
-    const head = (await this.thread().request({ op: 'undo', height: tip.height }))!;
+    const head = (await this.thread().request({ op: 'undo', height: tip.height, base: tip }))!;
     this.kept.undone(head);
   }
 
