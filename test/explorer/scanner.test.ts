@@ -190,23 +190,22 @@ describe('explorer scanner on a real chain', function () {
       });
     }
 
-    if (kind.name === 'sqlite')
-      it('a writer thread that dies mid-run fails the run with a clear error; the same scanner then recovers', async () => {
-        const file = 'crash-thread';
-        await kind.copy('main', file);
-        for (let i = 0; i < 3; i++) await activity(ltc, addrs, 500 + i);
-        // Runs and transactions of a block each, several runs in flight: the thread dies in the second
-        // transaction, with runs queued behind it. The thread runs from the TypeScript sources through tsx
-        // (every other test here runs the compiled one, dist/ being current), the path of a tree not built.
-        const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1, batchRows: 1, rowsPerTransaction: 1, writerFromSources: true });
-        await scanner.open();
-        const before = store.tip()!.height;
-        await assert.rejects(scanner.catchUp(), /explorer index writer thread failed: simulated crash after added/);
-        const after = store.tip()!.height;
-        assert.ok(after > before && after < (await ltc.rpc.call<number>('getblockcount')), `the tip is the last transaction committed (${before} -> ${after})`);
-        await scanner.catchUp();
-        await assertMatchesDaemon(ltc.rpc, store);
-      });
+    it('a writer thread that dies mid-run fails the run with a clear error; the same scanner then recovers', async () => {
+      const file = 'crash-thread';
+      await kind.copy('main', file);
+      for (let i = 0; i < 3; i++) await activity(ltc, addrs, 500 + i);
+      // Runs and transactions of a block each, several runs in flight: the thread dies in the second
+      // transaction, with runs queued behind it. The thread runs from the TypeScript sources through tsx
+      // (every other test here runs the compiled one, dist/ being current), the path of a tree not built.
+      const { scanner, store } = await openIndex(ltc, kind, file, { fault: { step: 'added', nth: 2, how: 'die' }, prefetch: 1, batchRows: 1, rowsPerTransaction: 1, writerFromSources: true });
+      await scanner.open();
+      const before = store.tip()!.height;
+      await assert.rejects(scanner.catchUp(), /explorer index writer thread failed: simulated crash after added/);
+      const after = store.tip()!.height;
+      assert.ok(after > before && after < (await ltc.rpc.call<number>('getblockcount')), `the tip is the last transaction committed (${before} -> ${after})`);
+      await scanner.catchUp();
+      await assertMatchesDaemon(ltc.rpc, store);
+    });
 
     for (const step of ['undo-marked', 'reverted'] as const) {
       it(`recovers from a crash during a reorg's undo ("${step}")`, async () => {

@@ -3,12 +3,14 @@
  * commits it as several transactions of whole blocks) interrupted by a crash keeps whole blocks only, with
  * the tip at the last one, and what it holds equals a model of those blocks (outputs, and the running
  * balances); the rest then goes on top. Runs handed over while earlier ones are written (group commit) go
- * in order, and a failed one fails those queued behind it. Blocks the chain is already the undo depth past
- * get no undo record. An output the index already holds (a duplicate coinbase) is held once, as the later
- * block left it. An index of the previous schema is migrated at open.
+ * in order, and a failed one fails those queued behind it. Both write in a thread of their own, at a lower
+ * priority than the node's. Blocks the chain is already the undo depth past get no undo record. An output
+ * the index already holds (a duplicate coinbase) is held once, as the later block left it. An index of the
+ * previous schema is migrated at open.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import type { ExplorerStore, ParsedBlock, Utxo } from '../../plugins/explorer/store.ts';
 import { storeKinds } from './stores.ts';
 
@@ -86,6 +88,25 @@ for (const kind of storeKinds())
       await assertHolds(store, bs, bs.length - 2);
       await store.close();
     });
+
+    // Linux: a thread's nice value is its own (setpriority of the calling thread), field 19 of its stat.
+    if (process.platform === 'linux')
+      it('writes in a thread of their own, below the priority of the node\'s thread', async () => {
+        const nice = (tid: string) => Number(fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]);
+        const main = nice(String(process.pid));
+        const before = new Set(fs.readdirSync('/proc/self/task'));
+        const store = await kind.make('nice');
+        await store.open();
+        await store.applyBlocks(blocks(2));
+        const started = fs.readdirSync('/proc/self/task').filter((t) => !before.has(t));
+        assert.ok(
+          started.some((t) => nice(t) === Math.min(19, main + 10)),
+          `a thread started with nice ${Math.min(19, main + 10)}: ${started.map((t) => `${t} ${nice(t)}`).join(', ')}`,
+        );
+        assert.equal(nice(String(process.pid)), main, "the node's thread keeps its priority");
+        await assertHolds(store, blocks(2), 1);
+        await store.close();
+      });
 
     it('runs handed over before the earlier are written go in, in order; a failed one fails those behind it', async () => {
       const bs = blocks(8);

@@ -18,11 +18,11 @@ import { startPostgres, type Postgres } from './postgres.ts';
 
 export interface StoreOptions {
   undoDepth?: number;
-  /** A simulated crash (data: it crosses to the SQLite store's writer thread). */
+  /** A simulated crash (data: it crosses to the store's writer thread). */
   fault?: Fault;
-  /** SQLite: the most rows its writer puts in one transaction (PostgreSQL: ignored). */
+  /** The most rows the store's writer puts in one transaction. */
   rowsPerTransaction?: number;
-  /** SQLite: its writer thread from the TypeScript sources through tsx, not from dist/ (PostgreSQL: ignored). */
+  /** The store's writer thread from the TypeScript sources through tsx, not from dist/. */
   writerFromSources?: boolean;
 }
 
@@ -104,7 +104,7 @@ class PostgresKind implements StoreKind {
   }
   async make(name: string, opts: StoreOptions = {}) {
     await this.ensure(name);
-    const s = new PgExplorerStore({ url: this.server!.url(this.db(name)), undoDepth: opts.undoDepth ?? 1000, fault: opts.fault });
+    const s = new PgExplorerStore({ url: this.server!.url(this.db(name)), undoDepth: opts.undoDepth ?? 1000, fault: opts.fault, rowsPerTransaction: opts.rowsPerTransaction, writerFromSources: opts.writerFromSources });
     if (!this.made.has(name)) this.made.set(name, []);
     this.made.get(name)!.push(s);
     return s;
