@@ -13,11 +13,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { KeptBlocks } from './kept-blocks.ts';
-import { assertExtends, hex } from './plan.ts';
+import { hex } from './plan.ts';
 import { loadPg, SCHEMA, SCHEMA_SQL, toUtxo, WRITER_LOCK, writeTransaction, type Row } from './pg-schema.ts';
 import type { PgWriterData } from './pg-writer-thread.ts';
 import { IndexInconsistentError, type ExplorerStore, type Fault, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor } from './store.ts';
-import { writerEntry, WriterThread, type WriterEntry } from './writer-thread.ts';
+import { StoreWrites } from './store-writes.ts';
+import { writerEntry, type WriterEntry } from './writer-thread.ts';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database (or a unix socket: ?host=/path/to/dir). */
@@ -49,16 +50,19 @@ export class PgExplorerStore implements ExplorerStore {
   private readonly kept: KeptBlocks;
   /** Open and drop, one at a time, after the writer thread has stopped. */
   private writing: Promise<unknown> = Promise.resolve();
-  private writer: WriterThread | null = null;
+  private readonly writes: StoreWrites;
   private entry: WriterEntry | undefined;
-  /** The tip once every run handed to the writer is written (undefined: none in flight, the kept tip). */
-  private sentTip: Tip | null | undefined;
-  /** Runs handed to the writer and not yet answered. */
-  private inFlight = new Set<Promise<unknown>>();
   private fault: Fault | undefined;
 
   constructor(private readonly opts: PgStoreOptions) {
     this.kept = new KeptBlocks(opts.undoDepth);
+    // When a writer thread dies, its transaction in hand is rolled back with its connection; what it
+    // reported committed is kept.
+    this.writes = new StoreWrites(
+      this.kept,
+      () => this.writerStart(),
+      () => {},
+    );
     this.fault = opts.fault;
   }
 
@@ -88,7 +92,7 @@ export class PgExplorerStore implements ExplorerStore {
   }
 
   async open(): Promise<Tip | null> {
-    await this.stopWriter();
+    await this.writes.stop();
     this.entry ??= await writerEntry(WRITER_MODULE, this.opts.writerFromSources);
     return this.serial(async () => {
       // Tables first (the writers' transaction reads the tip table).
@@ -134,69 +138,25 @@ export class PgExplorerStore implements ExplorerStore {
     return this.kept.lowestUndoTarget();
   }
 
-  /** The writer thread, started at the first write (a node that only serves reads never starts it). */
-  private thread(): WriterThread {
-    if (this.writer?.alive) return this.writer;
+  /** How a writer thread starts now (at the first write after open, or after one died). */
+  private writerStart(): { entry: WriterEntry; data: PgWriterData } {
+    if (!this.entry) throw new Error('explorer index is not open');
     const data: PgWriterData = { url: this.opts.url, undoDepth: this.opts.undoDepth, rowsPerTransaction: this.opts.rowsPerTransaction ?? ROWS_AHEAD, fault: this.fault };
     this.fault = undefined;
-    const w = new WriterThread(
-      this.entry!,
-      data,
-      (heads, floor) => this.kept.applied(heads, floor),
-      () => {
-        // Its transaction in hand was rolled back with its connection; what it reported committed is kept.
-        if (this.writer === w) this.writer = null;
-        this.sentTip = undefined;
-      },
-    );
-    this.writer = w;
-    return w;
+    return { entry: this.entry, data };
   }
 
-  async applyBlocks(blocks: ParsedBlock[], chainHeight?: number): Promise<void> {
-    if (!blocks.length) return;
-    if (!this.entry) throw new Error('explorer index is not open');
-    const base = this.sentTip === undefined ? this.kept.tip() : this.sentTip;
-    assertExtends(base, blocks);
-    const last = blocks.at(-1)!;
-    const p = this.thread().request({ op: 'apply', blocks, chainHeight, base });
-    this.sentTip = { height: last.height, hash: last.hash };
-    this.inFlight.add(p);
-    try {
-      await p;
-    } catch (e) {
-      this.sentTip = undefined;
-      throw e;
-    } finally {
-      this.inFlight.delete(p);
-      if (!this.inFlight.size) this.sentTip = undefined;
-    }
+  applyBlocks(blocks: ParsedBlock[], chainHeight?: number): Promise<void> {
+    return this.writes.apply(blocks, chainHeight);
   }
 
-  /** Every run handed over answered (written or failed). */
-  private async settled(): Promise<void> {
-    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
-  }
-
-  async undoTip(): Promise<void> {
-    await this.settled();
-    const tip = this.kept.undoable();
-    const head = (await this.thread().request({ op: 'undo', height: tip.height, base: tip }))!;
-    this.kept.undone(head);
-  }
-
-  /** Let the writer finish what it was asked and end; the next write starts a new one. */
-  private async stopWriter(): Promise<void> {
-    const w = this.writer;
-    this.writer = null;
-    await w?.close();
-    await this.settled();
-    this.sentTip = undefined;
+  undoTip(): Promise<void> {
+    return this.writes.undo();
   }
 
   /** Forget everything: the tables are made again, so an index of another schema version is replaced too. */
   async drop(): Promise<void> {
-    await this.stopWriter();
+    await this.writes.stop();
     return this.serial(() =>
       this.tx(async (c) => {
         await c.query(`DROP TABLE IF EXISTS explorer_utxo, explorer_tx, explorer_balance, explorer_journal, explorer_meta; ${SCHEMA_SQL}`);
@@ -233,7 +193,7 @@ export class PgExplorerStore implements ExplorerStore {
   }
 
   async close(): Promise<void> {
-    await this.stopWriter();
+    await this.writes.stop();
     await this.writing;
     const p = this.pool;
     this.pool = null;

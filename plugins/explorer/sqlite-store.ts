@@ -9,7 +9,8 @@
  * 60% of it in the commit, measured) runs beside the node's thread instead of in series with fetching and
  * parsing blocks. Reads (`utxos`, `transactions`, `balance`) stay on this thread on their own connection:
  * in WAL mode a reader sees the last commit, and a run is one transaction, so no reader sees half of it.
- * The tip and kept block hashes (`KeptBlocks`) are kept here, moved by what the writer reports committed.
+ * The tip and kept block hashes (`KeptBlocks`) are kept here, moved by what the writer reports committed
+ * (`store-writes.ts`, as in the PostgreSQL store).
  *
  * A run of blocks is one SQLite transaction, or a few runs that queued up while the writer was busy (group
  * commit); a long run is split into transactions of whole blocks. A kill at any point leaves whole blocks
@@ -20,10 +21,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Database from 'better-sqlite3';
 import { KeptBlocks } from './kept-blocks.ts';
-import { assertExtends, hex } from './plan.ts';
+import { hex } from './plan.ts';
 import { openIndexFile, PAGE_SIZE, readHeads, toUtxo, type Row } from './sqlite-db.ts';
 import type { WriterData } from './sqlite-writer-thread.ts';
-import { writerEntry, WriterThread, type WriterEntry } from './writer-thread.ts';
+import { StoreWrites } from './store-writes.ts';
+import { writerEntry, type WriterEntry } from './writer-thread.ts';
 import { IndexInconsistentError, type ExplorerStore, type Fault, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor } from './store.ts';
 
 export interface SqliteStoreOptions {
@@ -67,13 +69,9 @@ export class SqliteExplorerStore implements ExplorerStore {
   private db: Database.Database | null = null;
   private st: ReturnType<typeof prepareReads> | null = null;
   private readonly kept: KeptBlocks;
-  private writer: WriterThread | null = null;
+  private readonly writes: StoreWrites;
   /** How its writer thread starts (found at open: whether dist/ is current is checked asynchronously). */
   private entry: WriterEntry | undefined;
-  /** The tip once every run handed to the writer is written (undefined: none in flight, the kept tip). */
-  private sentTip: Tip | null | undefined;
-  /** Runs handed to the writer and not yet answered. */
-  private inFlight = new Set<Promise<unknown>>();
   private fault: Fault | undefined;
 
   constructor(
@@ -83,10 +81,15 @@ export class SqliteExplorerStore implements ExplorerStore {
     this.kept = new KeptBlocks(opts.undoDepth);
     this.rowsAhead = opts.rowsAhead ?? ROWS_AHEAD;
     this.fault = opts.fault;
+    this.writes = new StoreWrites(
+      this.kept,
+      () => this.writerStart(),
+      () => this.writerDied(),
+    );
   }
 
   async open(): Promise<Tip | null> {
-    await this.stopWriter();
+    await this.writes.stop();
     this.entry ??= await writerEntry(WRITER_MODULE, this.opts.writerFromSources);
     this.db?.close();
     this.db = this.st = null;
@@ -94,7 +97,6 @@ export class SqliteExplorerStore implements ExplorerStore {
     const db = openIndexFile(this.file, Math.max(2, Math.round(cacheMb / 4)), this.opts.pageSize ?? PAGE_SIZE);
     this.db = db;
     this.st = prepareReads(db);
-    this.sentTip = undefined;
     const { tip, heads } = readHeads(db);
     return this.kept.load(tip, heads);
   }
@@ -116,10 +118,9 @@ export class SqliteExplorerStore implements ExplorerStore {
     return this.kept.lowestUndoTarget();
   }
 
-  /** The writer thread, started at the first write (a node that only serves reads never starts it). */
-  private thread(): WriterThread {
-    if (!this.db) throw new Error('explorer index is not open');
-    if (this.writer?.alive) return this.writer;
+  /** How a writer thread starts now (at the first write after open, or after one died). */
+  private writerStart(): { entry: WriterEntry; data: WriterData } {
+    if (!this.db || !this.entry) throw new Error('explorer index is not open');
     const data: WriterData = {
       file: this.file,
       undoDepth: this.opts.undoDepth,
@@ -128,57 +129,27 @@ export class SqliteExplorerStore implements ExplorerStore {
       fault: this.fault,
     };
     this.fault = undefined;
-    const w = new WriterThread(
-      this.entry!,
-      data,
-      (heads, floor) => this.kept.applied(heads, floor),
-      () => {
-        // What it reported committed may not all have arrived: what the file holds is the truth.
-        if (this.writer === w) this.writer = null;
-        this.sentTip = undefined;
-        if (this.db) {
-          const { tip, heads } = readHeads(this.db);
-          this.kept.load(tip, heads);
-        }
-      },
-    );
-    this.writer = w;
-    return w;
+    return { entry: this.entry, data };
   }
 
-  async applyBlocks(blocks: ParsedBlock[], chainHeight?: number): Promise<void> {
-    if (!blocks.length) return;
-    assertExtends(this.sentTip === undefined ? this.kept.tip() : this.sentTip, blocks);
-    const last = blocks.at(-1)!;
-    const p = this.thread().request({ op: 'apply', blocks, chainHeight, base: null });
-    this.sentTip = { height: last.height, hash: last.hash };
-    this.inFlight.add(p);
-    try {
-      await p;
-    } catch (e) {
-      this.sentTip = undefined;
-      throw e;
-    } finally {
-      this.inFlight.delete(p);
-      if (!this.inFlight.size) this.sentTip = undefined;
-    }
+  /** A writer thread ended unasked: what it reported committed may not all have arrived; the file is the truth. */
+  private writerDied(): void {
+    if (!this.db) return;
+    const { tip, heads } = readHeads(this.db);
+    this.kept.load(tip, heads);
   }
 
-  /** Every run handed over answered (written or failed). */
-  private async settled(): Promise<void> {
-    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
+  applyBlocks(blocks: ParsedBlock[], chainHeight?: number): Promise<void> {
+    return this.writes.apply(blocks, chainHeight);
   }
 
-  async undoTip(): Promise<void> {
-    await this.settled();
-    const tip = this.kept.undoable();
-    const head = (await this.thread().request({ op: 'undo', height: tip.height, base: tip }))!;
-    this.kept.undone(head);
+  undoTip(): Promise<void> {
+    return this.writes.undo();
   }
 
   async drop(): Promise<void> {
     // Deleting the file is instant where DELETE of tens of millions of rows is not, and gives the space back.
-    await this.stopWriter();
+    await this.writes.stop();
     this.db?.close();
     this.db = this.st = null;
     for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) fs.rmSync(f, { force: true });
@@ -206,18 +177,9 @@ export class SqliteExplorerStore implements ExplorerStore {
   }
 
   async close(): Promise<void> {
-    await this.stopWriter();
+    await this.writes.stop();
     this.db?.close();
     this.db = this.st = null;
-  }
-
-  /** Let the writer finish what it was asked and end; the next write starts a new one. */
-  private async stopWriter(): Promise<void> {
-    const w = this.writer;
-    this.writer = null;
-    await w?.close();
-    await this.settled();
-    this.sentTip = undefined;
   }
 
   /** For the benchmark: the file's size with its write-ahead log. */
