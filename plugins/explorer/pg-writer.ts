@@ -107,8 +107,9 @@ export class PgWriter implements Writer {
   private async tx<T>(base: Tip | null, fn: (c: pg.Client) => Promise<T>): Promise<T> {
     const c = await this.connection();
     return writeTransaction(c, async (stored) => {
-      if (stored?.height !== base?.height || stored?.hash !== base?.hash)
-        throw new Error(`explorer index: another writer moved the tip to ${stored ? stored.height : 'nothing'}; continuing from there`);
+      // Another node sharing the index wrote meanwhile, or a run this one extends was not written.
+      const at = (t: Tip | null) => (t ? `${t.height} (${t.hash})` : 'nothing');
+      if (stored?.height !== base?.height || stored?.hash !== base?.hash) throw new Error(`explorer index: the stored tip is ${at(stored)}, not ${at(base)} as this write expects`);
       return fn(c);
     });
   }

@@ -108,6 +108,26 @@ for (const kind of storeKinds())
         await store.close();
       });
 
+    // Several nodes may share one PostgreSQL index: one writes at a time, and a node whose idea of the tip is
+    // stale is refused and carries on from the stored tip once opened again.
+    if (kind.name === 'postgres')
+      it('a write on top of a tip another node has moved is refused; opened again, the node carries on from there', async () => {
+        const bs = blocks(4);
+        const a = await kind.make('shared');
+        await a.open();
+        await a.applyBlocks(bs.slice(0, 2));
+        const b = await kind.make('shared');
+        assert.equal((await b.open())!.height, 1);
+        await b.applyBlocks(bs.slice(2, 3));
+        await assert.rejects(a.applyBlocks(bs.slice(2, 3)), /the stored tip is 2 \(.*\), not 1 \(.*\) as this write expects/);
+        assert.equal((await a.open())!.height, 2);
+        await a.applyBlocks(bs.slice(3));
+        await assertHolds(a, bs, 3);
+        assert.equal((await b.open())!.height, 3);
+        await a.close();
+        await b.close();
+      });
+
     it('runs handed over before the earlier are written go in, in order; a failed one fails those behind it', async () => {
       const bs = blocks(8);
       // Both stores take runs while one is written (rowsAhead) and commit the queued ones together.
