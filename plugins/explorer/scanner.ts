@@ -26,6 +26,10 @@ export interface ScannerOptions {
   prefetch: number;
   /** Rows (outputs and spends) gathered into one run while catching up (default BATCH_ROWS). */
   batchRows?: number;
+  /** While catching up, a run gathered for this long is written even when smaller (default BATCH_MS). For tests. */
+  batchMs?: number;
+  /** The smallest run handed over early near the end of a catch-up (default TAIL_MIN_ROWS). For tests. */
+  tailMinRows?: number;
   log: ScannerLog;
 }
 
@@ -33,6 +37,8 @@ export interface ScannerOptions {
 export const BATCH_ROWS = 20_000;
 /** While catching up, a run gathered for this long is written even when smaller than `batchRows`. */
 const BATCH_MS = 1000;
+/** The smallest run handed over early near the end of a catch-up (see `step`). */
+const TAIL_MIN_ROWS = 500;
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -220,6 +226,9 @@ export class Scanner {
     let run: ParsedBlock[] = [];
     let runRows = 0;
     let runStarted = 0;
+    /** Rows and blocks gathered in this step: the rows a block of the rest is expected to have. */
+    let stepRows = 0;
+    let stepBlocks = 0;
     const handOver = async () => {
       if (!run.length) return;
       const blocks = run;
@@ -270,9 +279,16 @@ export class Scanner {
           if (!run.length) runStarted = performance.now();
           run.push(b);
           runRows += n;
+          stepRows += n;
+          stepBlocks++;
+          // Near the end of the blocks there are to fetch, a run goes as soon as it holds as many rows as the
+          // rest is expected to, so it is written while the rest is fetched: the runs shrink by halves towards
+          // the end. The last run of a catch-up was written after the last block came, with nothing left to
+          // overlap it: 0.04-0.05 of a bench:explorer round of 4,000 blocks on SQLite, 0.05-0.08 on PostgreSQL.
+          if (b.height < count && runRows >= (this.opts.tailMinRows ?? TAIL_MIN_ROWS) && runRows >= (count - b.height) * (stepRows / stepBlocks)) await handOver();
         }
         if (moved || signal.aborted) break;
-        if (performance.now() - runStarted >= BATCH_MS) await handOver();
+        if (performance.now() - runStarted >= (this.opts.batchMs ?? BATCH_MS)) await handOver();
       }
     } catch (e) {
       error = e;

@@ -24,9 +24,9 @@ export function rpcFor(ltc: Regtest): RpcConnection {
 }
 
 /** A store of `kind` over index `name` and a scanner (a new instance reads the same data again, as after a restart). */
-export async function openIndex(ltc: Regtest, kind: StoreKind, name: string, opts: StoreOptions & { startHeight?: number; prefetch?: number; batchRows?: number } = {}) {
+export async function openIndex(ltc: Regtest, kind: StoreKind, name: string, opts: StoreOptions & { startHeight?: number; prefetch?: number; batchRows?: number; batchMs?: number; tailMinRows?: number } = {}) {
   const store = await kind.make(name, { undoDepth: opts.undoDepth, fault: opts.fault, rowsPerTransaction: opts.rowsPerTransaction });
-  const scanner = new Scanner(rpcFor(ltc), store, { startHeight: opts.startHeight ?? 0, pollMs: 50, retryMs: 50, prefetch: opts.prefetch ?? 8, batchRows: opts.batchRows, log: silent });
+  const scanner = new Scanner(rpcFor(ltc), store, { startHeight: opts.startHeight ?? 0, pollMs: 50, retryMs: 50, prefetch: opts.prefetch ?? 8, batchRows: opts.batchRows, batchMs: opts.batchMs, tailMinRows: opts.tailMinRows, log: silent });
   return { store, scanner };
 }
 
