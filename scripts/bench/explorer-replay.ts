@@ -75,7 +75,16 @@ const byHash = new Map(hashes.map((h, i) => [h, i]));
 const height = texts.length - 1;
 
 /** A client double: the recorded answers, parsed per call, answered on a later turn (as from a socket). */
-const later = <T>(f: () => T) => new Promise<T>((resolve, reject) => setImmediate(() => { try { resolve(f()); } catch (e) { reject(e); } }));
+const later = <T>(f: () => T) =>
+  new Promise<T>((resolve, reject) =>
+    setImmediate(() => {
+      try {
+        resolve(f());
+      } catch (e) {
+        reject(e);
+      }
+    }),
+  );
 const recorded: RpcClient = {
   inFlight: 0,
   options: { url: 'http://recorded' },
