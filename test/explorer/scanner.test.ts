@@ -10,7 +10,7 @@ import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { execFileSync } from 'node:child_process';
 import { BlockFetcher } from '../../plugins/explorer/fetch.ts';
 import { Scanner } from '../../plugins/explorer/scanner.ts';
-import { blockRows } from '../../plugins/explorer/store.ts';
+import { blockRows, type ExplorerStore } from '../../plugins/explorer/store.ts';
 import { activity, assertMatchesDaemon, chainView, openIndex, rpcFor, silent, walletAddresses } from './support.ts';
 import { storeKinds } from './stores.ts';
 
@@ -89,6 +89,17 @@ describe('explorer scanner on a real chain', function () {
     assert.ok(sockets('established') <= 2 * 5, `${sockets('established')} connections to the daemon (kept-alive: 5 a client)`);
     rpc.close();
   });
+
+  /** The runs the scanner hands to `store` from now on: blocks and rows of each. */
+  function recordRuns(store: ExplorerStore): { blocks: number; rows: number }[] {
+    const runs: { blocks: number; rows: number }[] = [];
+    const apply = store.applyBlocks.bind(store);
+    store.applyBlocks = (bs) => {
+      runs.push({ blocks: bs.length, rows: bs.reduce((n, b) => n + blockRows(b), 0) });
+      return apply(bs);
+    };
+    return runs;
+  }
 
   for (const kind of storeKinds())
   describe(`${kind.name} store`, function () {
@@ -278,12 +289,7 @@ describe('explorer scanner on a real chain', function () {
 
     it('gathers blocks into runs of at most batchRows rows while catching up; a new block at the tip is written at once', async () => {
       const { scanner, store } = await openIndex(ltc, kind, 'batches', { prefetch: 8, batchRows: 100 });
-      const runs: { blocks: number; rows: number }[] = [];
-      const apply = store.applyBlocks.bind(store);
-      store.applyBlocks = (bs) => {
-        runs.push({ blocks: bs.length, rows: bs.reduce((n, b) => n + blockRows(b), 0) });
-        return apply(bs);
-      };
+      const runs = recordRuns(store);
       await scanner.catchUp();
       await assertMatchesDaemon(ltc.rpc, store);
       const rows = runs.reduce((n, r) => n + r.rows, 0);
@@ -300,12 +306,7 @@ describe('explorer scanner on a real chain', function () {
     it('near the end of a catch-up, hands a run over once it holds as many rows as the rest: the runs shrink by halves', async () => {
       // Neither the size nor the time limit splits runs here: only the rule for the end of a catch-up does.
       const { scanner, store } = await openIndex(ltc, kind, 'tail', { prefetch: 8, batchRows: 1e9, batchMs: 1e9, tailMinRows: 1 });
-      const runs: { blocks: number; rows: number }[] = [];
-      const apply = store.applyBlocks.bind(store);
-      store.applyBlocks = (bs) => {
-        runs.push({ blocks: bs.length, rows: bs.reduce((n, b) => n + blockRows(b), 0) });
-        return apply(bs);
-      };
+      const runs = recordRuns(store);
       await scanner.catchUp();
       await assertMatchesDaemon(ltc.rpc, store);
       const blocks = runs.reduce((n, r) => n + r.blocks, 0);
