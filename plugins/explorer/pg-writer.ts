@@ -16,7 +16,7 @@ import type pg from 'pg';
 import { journalFloor, type Head } from './kept-blocks.ts';
 import { boolArray, byteaArrayFromHex, int4Array, int8Array, textArray } from './pg-arrays.ts';
 import { loadPg, toUtxo, writeTransaction, type Row } from './pg-schema.ts';
-import { addBalances, assertExtends, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
+import { addBalances, packUndo, planRun, unpackUndo, type BlockUndo, type OutPoint } from './plan.ts';
 import { IndexInconsistentError, faultHook, type Fault, type ParsedBlock, type Tip, type Utxo } from './store.ts';
 import type { Writer } from './writer-loop.ts';
 
@@ -115,7 +115,7 @@ export class PgWriter implements Writer {
   }
 
   async applyRun(blocks: ParsedBlock[], chainHeight: number | undefined, base: Tip | null): Promise<{ heads: Head[]; floor: number }> {
-    assertExtends(base, blocks);
+    // That `blocks` extend `base` was checked by the store before they crossed (store-writes.ts).
     const floor = journalFloor(this.opts.undoDepth, blocks.at(-1)!.height, chainHeight);
     try {
       await this.writeRunOnce(blocks, base, floor, false);

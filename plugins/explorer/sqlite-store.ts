@@ -26,7 +26,7 @@ import { openIndexFile, PAGE_SIZE, readHeads, toUtxo, type Row } from './sqlite-
 import type { WriterData } from './sqlite-writer-thread.ts';
 import { StoreWrites } from './store-writes.ts';
 import { writerEntry, type WriterEntry } from './writer-thread.ts';
-import { IndexInconsistentError, type ExplorerStore, type Fault, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor } from './store.ts';
+import { type ExplorerStore, type Fault, type Page, type ParsedBlock, type Tip, type TxCursor, type TxRef, type Utxo, type UtxoCursor } from './store.ts';
 
 export interface SqliteStoreOptions {
   /** Blocks whose undo records are kept: the deepest reorg or rescan that is undone exactly. */

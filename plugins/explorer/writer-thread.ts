@@ -66,7 +66,9 @@ export async function writerEntry(module: URL, fromSources = false): Promise<Wri
 }
 
 type Pending = { resolve: (v: Head | undefined) => void; reject: (e: Error) => void };
-type Request = { op: 'apply'; blocks: ParsedBlock[]; chainHeight?: number; base: Tip | null } | { op: 'undo'; height: number; base: Tip | null };
+type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
+/** What the store asks of its thread (the id is added here). */
+type Request = WithoutId<Exclude<ToWriter, { op: 'close' }>>;
 
 export class WriterThread {
   private readonly worker: Worker;
