@@ -1,0 +1,180 @@
+/**
+ * The node the tenant attacks run against, as it ships: `node dist/core/cli/node.js` as a child process
+ * with the identity, daemon, explorer, apps, volumes and peers plugins, on the test dockerd and registry
+ * and (when given) a regtest litecoind. Two paying owners, A (the victim) and B (the attacker), a core-team
+ * wallet, the operator and a stranger are logged in; what the disk, Docker and the other tenant see is read
+ * by the tests themselves (the data folder, `docker.inspect`, the victim's files).
+ *
+ * Ports of this area: 29000-29999 (the node's API and the apps' host ports).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from '../../core/config.ts';
+import { clientAt, SAFE_NODE, type Answer, type Client } from '../support/node.ts';
+import { entryArgs } from '../support/entry.ts';
+import { freePortIn } from '../support/ports.ts';
+import { unmountUnder, type TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
+import { ok } from '../support/envelope.ts';
+import { bitcoinWallet, login, type TestWallet } from '../support/wallets.ts';
+import { hardNofile, pay, signedMessage, tmp, until, writePolicy } from '../apps/support.ts';
+
+export const freeTenantPort = () => freePortIn(29000, 29999);
+
+export interface TenantWallets {
+  /** The victim: owns the app whose data the attacks go after. */
+  a: TestWallet;
+  /** The attacker: a paying owner of an app of its own on the same node. */
+  b: TestWallet;
+  coreTeam: TestWallet;
+  admin: TestWallet;
+  stranger: TestWallet;
+}
+
+export const tenantWallets = (): TenantWallets => ({ a: bitcoinWallet(), b: bitcoinWallet(), coreTeam: bitcoinWallet(), admin: bitcoinWallet(), stranger: bitcoinWallet() });
+
+export interface TenantNodeOptions {
+  docker: TestDocker;
+  wallets: TenantWallets;
+  ltc?: Regtest;
+  /** The address registrations are paid to (needs `ltc`). */
+  registryAddress?: string;
+  /** Keys merged over the `apps` section. */
+  apps?: Record<string, unknown>;
+  /** Other top-level config keys, merged last. */
+  config?: Record<string, unknown>;
+  /** Plugins served (default: identity, daemon, explorer, apps, volumes, peers). */
+  plugins?: string[];
+  /** Descriptor limit (soft and hard) of the process. */
+  nofile?: number;
+}
+
+export interface TenantNode extends Client {
+  child: ChildProcess;
+  port: number;
+  dataDir: string;
+  configFile: string;
+  /** The `legacyidauth` header of each wallet's session. */
+  headers: Record<keyof TenantWallets, Record<string, string>>;
+  policyFile: string;
+  /** Everything the process wrote (the tail of it). */
+  output(): string;
+  exited(): boolean;
+  /** Resident set size in MB, -1 once gone. */
+  rssMb(): number;
+  /** Stop the process; the data folder (volumes unmounted) is removed unless `keepData`. */
+  stop(opts?: { keepData?: boolean }): Promise<void>;
+}
+
+export const TENANT_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers'];
+
+export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode> {
+  const dir = tmp('tenants');
+  const dataDir = path.join(dir, 'data');
+  const manifests = path.join(dir, 'manifests');
+  fs.mkdirSync(dataDir);
+  fs.mkdirSync(manifests);
+  const plugins = o.plugins ?? TENANT_PLUGINS;
+  for (const p of new Set(['host', 'node', ...plugins])) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(manifests, `${p}.yaml`));
+  const policyFile = path.join(dir, 'policy-source.json');
+  await writePolicy(policyFile, o.wallets.coreTeam);
+  const port = await freeTenantPort();
+  const config: Record<string, unknown> = {
+    api: { port, host: '127.0.0.1' },
+    dataDir,
+    manifestsDir: manifests,
+    log: { level: process.env.TEST_LOG ?? 'warn' },
+    watch: false,
+    initial: { legacyid: o.wallets.admin.legacyid },
+    coreTeam: [o.wallets.coreTeam.legacyid],
+    node: SAFE_NODE,
+    filesync: { mode: 'external', url: 'http://127.0.0.1:9', follow: { enabled: false } },
+    peers: { seeds: [] },
+    apps: {
+      docker: { socketPath: o.docker.socketPath, nofile: hardNofile() },
+      publishHost: '127.0.0.1',
+      registryAddress: o.registryAddress ?? '',
+      paymentPollMs: 100,
+      reconcileIntervalMs: 200,
+      policy: { sources: [policyFile], refreshSeconds: 0.2 },
+      price: { coinUsd: 1 },
+      ...o.apps,
+    },
+    ...(o.ltc
+      ? { daemon: { rpc: { url: o.ltc.url, user: o.ltc.user, password: o.ltc.password } }, explorer: { pollIntervalMs: 50, retryIntervalMs: 100, prefetch: 8 } }
+      : { plugins: { daemon: false, explorer: false } }),
+    ...o.config,
+  };
+  const configFile = path.join(dir, 'node.json');
+  fs.writeFileSync(configFile, JSON.stringify(config, null, 2));
+  const argv = entryArgs('node');
+  const [cmd, args] = o.nofile
+    ? ['bash', ['-c', `ulimit -n ${o.nofile} && exec "$0" "$@"`, process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const child = spawn(cmd, args as string[], { cwd: REPO_ROOT, env: { ...process.env, CORENODE_CONFIG: configFile }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (b: Buffer) => {
+    out += b.toString();
+    if (out.length > 1 << 20) out = out.slice(-(1 << 19));
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  let gone = false;
+  child.once('exit', () => (gone = true));
+  const client = clientAt(`http://127.0.0.1:${port}`);
+  const node: TenantNode = {
+    ...client,
+    child,
+    port,
+    dataDir,
+    configFile,
+    policyFile,
+    headers: {} as TenantNode['headers'],
+    output: () => out,
+    exited: () => gone,
+    rssMb() {
+      try {
+        return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) / 1024;
+      } catch {
+        return -1;
+      }
+    },
+    async stop(opts = {}) {
+      if (!gone) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(t);
+      }
+      if (!opts.keepData) {
+        await unmountUnder(dir);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+  try {
+    await until('the node answering /core/version', async () => {
+      if (gone) throw new Error(`the node exited at start:\n${out.slice(-4000)}`);
+      return (await node.get('/core/version').catch(() => null))?.status === 200;
+    });
+    for (const k of Object.keys(o.wallets) as (keyof TenantWallets)[]) node.headers[k] = { legacyidauth: (await login(node, o.wallets[k])).header };
+  } catch (e) {
+    await node.stop();
+    throw e;
+  }
+  return node;
+}
+
+/** Register `spec` signed by `owner`, pay for it on regtest, and wait until it is a global specification. */
+export async function registerAndPay(node: TenantNode, ltc: Regtest, registryAddress: string, owner: keyof TenantWallets, wallets: TenantWallets, spec: Record<string, any>): Promise<string> {
+  const hash = ok(await node.post('/apps/appregister', await signedMessage(wallets[owner], spec), node.headers[owner]));
+  await pay(ltc, registryAddress, ok(await node.post('/apps/calculateprice', spec)), hash);
+  await ltc.mine(1);
+  await until(`global ${spec.name}`, async () => (await node.get(`/apps/appspecifications/${spec.name}`)).json?.status === 'success');
+  return hash;
+}
+
+/** The status of an answer and its error envelope's message, for assertions that print what came back. */
+export const said = (a: Answer) => `${a.status} ${a.text.slice(0, 400)}`;
