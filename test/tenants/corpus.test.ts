@@ -26,6 +26,18 @@ const ALL_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers
 const MARKER = `corpus${crypto.randomBytes(4).toString('hex')}`;
 const PASSWORD = `pw-${MARKER}-secret`;
 
+/** Every entry below `dir` as [relative path, lstat], never descending into a link. */
+function walk(dir: string, rel = ''): [string, fs.Stats][] {
+  const out: [string, fs.Stats][] = [];
+  for (const name of fs.readdirSync(path.join(dir, rel))) {
+    const r = path.join(rel, name);
+    const st = fs.lstatSync(path.join(dir, r));
+    out.push([r, st]);
+    if (st.isDirectory()) out.push(...walk(dir, r));
+  }
+  return out;
+}
+
 interface Tried {
   surface: string;
   what: string;
@@ -67,9 +79,8 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
     return { ...started, text: JSON.stringify(done), json: done };
   }
   const tree = (dir: string) =>
-    fs
-      .readdirSync(dir, { recursive: true, withFileTypes: true })
-      .map((e) => `${path.relative(dir, path.join(e.parentPath, e.name))}:${e.isFile() ? crypto.createHash('sha256').update(fs.readFileSync(path.join(e.parentPath, e.name))).digest('hex') : e.isSymbolicLink() ? 'link' : 'dir'}`)
+    walk(dir)
+      .map(([r, st]) => `${r}:${st.isFile() ? crypto.createHash('sha256').update(fs.readFileSync(path.join(dir, r))).digest('hex') : st.isSymbolicLink() ? 'link' : 'dir'}`)
       .sort()
       .join('\n');
 
@@ -161,10 +172,10 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
       await attack('archives', `B: extract ${a.why}`, () => operation('/apps/extractobject', { appname: 'attacker', component: 'web', source: `appdata/h${k}.tar.gz`, target: `appdata/x${k}` }));
     }
     // Whatever was extracted, no link in B's volume may lead out of it.
-    for (const e of fs.readdirSync(attackerData(), { recursive: true, withFileTypes: true }))
-      if (e.isSymbolicLink() && /^x\d+/.test(path.relative(attackerData(), e.parentPath))) {
-        const real = fs.realpathSync(path.join(e.parentPath, e.name));
-        assert.ok(real.startsWith(attackerData() + path.sep) || real === attackerData(), `an extracted link resolves to ${real}`);
+    for (const [r, st] of walk(attackerData()))
+      if (st.isSymbolicLink() && /^x\d+/.test(r)) {
+        const real = fs.realpathSync(path.join(attackerData(), r));
+        assert.ok(real.startsWith(attackerData() + path.sep) || real === attackerData(), `an extracted link ${r} resolves to ${real}`);
       }
   });
 
@@ -229,7 +240,8 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
     for (const dir of ['/tmp', '/etc', path.dirname(node.dataDir), node.dataDir, mounts()])
       for (const f of fs.readdirSync(dir)) assert.ok(!f.includes(MARKER), `${path.join(dir, f)} was written`);
     // No secret of the node in any answer; the password nowhere on the node's disk.
-    const keyFiles = fs.readdirSync(node.dataDir, { recursive: true }).map(String).filter((f) => /secret\.key$|node-key\.pem$/.test(f));
+    const files = walk(node.dataDir).filter(([f, st]) => st.isFile() && !f.startsWith(path.join('apps', 'mounts')));
+    const keyFiles = files.map(([f]) => f).filter((f) => /secret\.key$|node-key\.pem$/.test(f));
     assert.ok(keyFiles.length >= 2, `the node's key files: ${keyFiles}`);
     const secrets = keyFiles.flatMap((f) => {
       const k = fs.readFileSync(path.join(node.dataDir, f));
@@ -237,11 +249,7 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
     });
     for (const t of tried) for (const s of secrets) assert.ok(!t.text.includes(s), `${t.what} answered a secret of the node`);
     for (const t of tried) assert.ok(!t.text.includes(PASSWORD), `${t.what} answered the password`);
-    for (const f of fs.readdirSync(node.dataDir, { recursive: true }).map(String)) {
-      const full = path.join(node.dataDir, f);
-      if (f.startsWith(path.join('apps', 'mounts')) || f.endsWith('COREFSVOL') || !fs.statSync(full).isFile()) continue;
-      assert.ok(!fs.readFileSync(full).includes(PASSWORD), `${f} holds the password`);
-    }
+    for (const [f] of files) if (!f.endsWith('COREFSVOL')) assert.ok(!fs.readFileSync(path.join(node.dataDir, f)).includes(PASSWORD), `${f} holds the password`);
     const rss = await until('RSS under 150 MB', async () => {
       const r = node.rssMb();
       return r > 0 && r < 150 ? r : null;
