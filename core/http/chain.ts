@@ -20,6 +20,7 @@ import { RequestInput, compileInput, inputSchema, type InputValidator } from './
 import { NO_PARAMS } from './router.ts';
 import { describeError } from '../manifest/schema.ts';
 import { validatorFor, type ValidatorKind } from '../built-validators.ts';
+import { ALL_PLACES, decideAppName, namesApp } from './app-name.ts';
 
 export interface ChainServices {
   auth: AuthService;
@@ -181,6 +182,9 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
   const limit = spec.body.limit;
   const multipartMw = parser === 'multipart' ? multipart(limit) : undefined;
   const needsCaller = spec.level !== 'public';
+  const appLevel = namesApp(spec.level);
+  // The places the handler reads the app name from: its merged input's, else (params, query, body) all.
+  const appFrom = spec.input?.from ?? ALL_PLACES;
 
   return async function serve(ctx: Context): Promise<void> {
     inFlight.active++;
@@ -234,15 +238,16 @@ export function compileChain(r: BoundRoute, svc: ChainServices, inFlight: InFlig
       let caller: Caller = ANONYMOUS;
       const header = ctx.req.headers.legacyidauth;
       if (header) caller = await svc.auth.resolve(header);
-      if (needsCaller) {
-        const app = appNameOf(spec.appParam, params, query, body);
-        if (!(await svc.auth.allows(spec.level, caller, app))) throw ApiError.unauthorized();
-      }
+      // One app name for the level check and the handler (app-name.ts); two different ones are refused.
+      const app = appLevel ? decideAppName(spec.appParam, { path: params, query, body }, appFrom) : undefined;
+      if (needsCaller && !(await svc.auth.allows(spec.level, caller, app))) throw ApiError.unauthorized();
 
       if (r.validateParams && !r.validateParams(params)) throw invalid('path', r.validateParams);
       if (r.validateQuery && !r.validateQuery(query)) throw invalid('query', r.validateQuery);
       if (r.validateBody && !r.validateBody(body)) throw invalid('body', r.validateBody);
       const values = r.validateInput?.({ path: params, query, body });
+      // The merged input already holds this name (every place agreed); set here so it cannot be another.
+      if (values && app !== undefined) values[spec.appParam] = app;
 
       // HEAD goes through every refusal of its GET route but runs no handler: GET handlers of the spec
       // change state (a login phrase issued, a session ended), and HEAD must not.
@@ -339,14 +344,6 @@ function parseQuery(qs: string): Record<string, any> {
     else out[k] = v;
   }
   return out;
-}
-
-function appNameOf(param: string, ...sources: any[]): string | undefined {
-  for (const s of sources) {
-    const v = s && typeof s === 'object' ? s[param] : undefined;
-    if (typeof v === 'string' && v) return v;
-  }
-  return undefined;
 }
 
 function invalid(where: string, v: ValidateFunction): ApiError {

@@ -12,6 +12,7 @@ import type { ChainServices } from './chain.ts';
 import { ApiError, envelope, toErrorData } from './reply.ts';
 import type { HandlerInput } from '../plugin-api.ts';
 import type { RouteTable } from './table.ts';
+import { ALL_PLACES, decideAppName, namesApp } from './app-name.ts';
 
 const TEXT: Record<number, string> = {
   400: 'Bad Request',
@@ -53,12 +54,21 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
     if (r.spec.gate && !deps.svc.gates.holds(r.spec.gate)) return refuse(503);
     const caller = req.headers.legacyidauth ? await deps.auth.resolve(req.headers.legacyidauth) : ANONYMOUS;
     const query = Object.fromEntries(url.searchParams);
-    if (r.spec.level !== 'public' && !(await deps.auth.allows(r.spec.level, caller, hit.params[r.spec.appParam] ?? query[r.spec.appParam])))
-      return refuse(401);
+    // The app the level is checked on is the one the handler gets (app-name.ts); two different ones: 400.
+    let app: string | undefined;
+    if (namesApp(r.spec.level)) {
+      try {
+        app = decideAppName(r.spec.appParam, { path: hit.params, query, body: undefined }, r.spec.input?.from ?? ALL_PLACES);
+      } catch {
+        return refuse(400);
+      }
+    }
+    if (r.spec.level !== 'public' && !(await deps.auth.allows(r.spec.level, caller, app))) return refuse(401);
     if (r.validateParams && !r.validateParams(hit.params)) return refuse(400);
     let values: Record<string, any> | undefined;
     try {
       values = r.validateInput?.({ path: hit.params, query, body: undefined });
+      if (values && app !== undefined) values[r.spec.appParam] = app;
     } catch {
       return refuse(400);
     }
