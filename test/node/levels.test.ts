@@ -31,10 +31,11 @@ function specLevels(): Map<string, string> {
     else if (/^AdminAndCoreTeam:/.test(line)) level = 'adminandcoreteam';
     else if (/^Public/.test(line)) level = 'public';
     if (!level || !line.startsWith('| ') || line.startsWith('| Path') || line.startsWith('|---')) continue;
-    // The Public table lists /core/adjustapiport in its purpose column ("also listed at this level").
-    const cells = level === 'public' ? line : line.split('|')[1];
-    for (const m of cells.matchAll(/\/core\/[a-z]+/g)) out.set(m[0], level);
+    for (const m of line.split('|')[1].matchAll(/\/core\/[a-z]+/g)) out.set(m[0], level);
   }
+  // The Public table names /core/adjustapiport only in a purpose column ("also listed at this level"); it
+  // is Admin as in the reference (routes-8.17.tsv): an anonymous call would move the node's API port.
+  out.set('/core/adjustapiport', 'admin');
   return out;
 }
 

@@ -156,7 +156,7 @@ describe('adjust routes: the operator overlay', function () {
 
   it('stores router IP, API port and chain account as data, answered with a restart notice, applied at the next start', async () => {
     assert.deepEqual(ok(await node.get('/core/adjustrouterip/192.168.1.254', asOperator())), { message: 'Router IP adjusted. A restart of CoreOS is necessary' });
-    assert.deepEqual(ok(await node.get('/core/adjustapiport/16137')), { message: 'API Port adjusted. A restart of CoreOS is necessary' });
+    assert.deepEqual(ok(await node.get('/core/adjustapiport/16137', asOperator())), { message: 'API Port adjusted. A restart of CoreOS is necessary' });
     assert.deepEqual(ok(await node.get('/core/adjustchainaccount/k:abc/7', asOperator())), { message: 'Chain account adjusted. A restart of CoreOS is necessary' });
     const file = path.join(node.dataDir, 'operator-overlay.json');
     assert.deepEqual(JSON.parse(fs.readFileSync(file, 'utf8')), { 'node.routerIp': '192.168.1.254', 'api.port': 16137, 'node.chainAccount': { account: 'k:abc', chainid: 7 } });
@@ -193,11 +193,15 @@ describe('adjust routes: the operator overlay', function () {
     assert.equal(fs.readFileSync(file, 'utf8'), before);
   });
 
-  it('keeps router IP and chain account to the operator (Admin); the API port is listed as public by the spec', async () => {
+  it('keeps router IP, API port and chain account to the operator (Admin)', async () => {
+    const file = path.join(node.dataDir, 'operator-overlay.json');
+    const before = fs.readFileSync(file, 'utf8');
     for (const who of [undefined, authAs(MEMBER), authAs(CORE_TEAM)]) {
       assert.equal(err(await node.get('/core/adjustrouterip/10.0.0.1', who)).code, 401);
+      assert.equal(err(await node.get('/core/adjustapiport/16147', who)).code, 401);
       assert.equal(err(await node.get('/core/adjustchainaccount/k:x/1', who)).code, 401);
     }
+    assert.equal(fs.readFileSync(file, 'utf8'), before);
   });
 });
 
