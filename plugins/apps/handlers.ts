@@ -1,7 +1,7 @@
 /** Route handlers of the apps plugin (manifests/apps.yaml). */
 import { ApiError, websocket, type Caller, type Handler, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
 import { execStream, terminal } from './exec.ts';
-import { inspectTarget, logsOf, pollLogs, resolveTarget, sinceOf, statsOf, tailOf } from './inside.ts';
+import { inspectTarget, logAnswer, pollLogs, resolveTarget, sinceOf, statsOf, tailOf } from './inside.ts';
 import { describeDockerError, type Engine } from './engine.ts';
 import { StepError, type Installer } from './installer.ts';
 import { splitAppName } from './names.ts';
@@ -282,7 +282,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     // --- looking inside (one container, by its exact name from the installed record) ---
     applog: async (input) => {
       const tail = tailOf(input.values.lines);
-      return logsOf(engine, await resolveTarget(installer, input.values.appname), tail);
+      return logAnswer(engine, await resolveTarget(installer, input.values.appname), tail);
     },
     applogpolling: async (input) => {
       const raw = input.values.lineCount ?? input.values.lines ?? 100;

@@ -5,10 +5,11 @@
  * name from input would let one owner reach another app's container.
  */
 import fs from 'node:fs';
-import { ApiError } from '../../core/plugin-api.ts';
+import { ApiError, reply, type Reply } from '../../core/plugin-api.ts';
 import type { Engine } from './engine.ts';
 import type { InstalledApp, Installer } from './installer.ts';
 import { LABEL_APP, splitAppName } from './names.ts';
+import { logEnvelope, logText, openLog } from './logstream.ts';
 
 export interface Target {
   rec: InstalledApp;
@@ -38,28 +39,6 @@ export async function inspectTarget(engine: Engine, t: Target) {
   return info;
 }
 
-/**
- * Docker's multiplexed stream (8-byte frame headers: stream type, 3 zero bytes, big-endian length) as
- * one text in arrival order; a TTY container's log is not multiplexed and passes through.
- */
-export function demux(buf: Buffer, tty: boolean): { text: string; stdout: number; stderr: number } {
-  if (tty) return { text: buf.toString('utf8'), stdout: buf.length, stderr: 0 };
-  const parts: Buffer[] = [];
-  let stdout = 0;
-  let stderr = 0;
-  let i = 0;
-  while (i + 8 <= buf.length) {
-    const type = buf[i];
-    const len = buf.readUInt32BE(i + 4);
-    const chunk = buf.subarray(i + 8, i + 8 + len);
-    if (type === 2) stderr += chunk.length;
-    else stdout += chunk.length;
-    parts.push(chunk);
-    i += 8 + len;
-  }
-  return { text: Buffer.concat(parts).toString('utf8'), stdout, stderr };
-}
-
 /** `lines`: a positive integer or `all` (the default). */
 export function tailOf(lines: unknown): number | 'all' {
   if (lines === undefined || lines === null || lines === '' || lines === 'all') return 'all';
@@ -68,10 +47,17 @@ export function tailOf(lines: unknown): number | 'all' {
   return n;
 }
 
+/** The log of the target as the success envelope, streamed from Docker to the client (logstream.ts). */
+export async function logAnswer(engine: Engine, t: Target, tail: number | 'all'): Promise<Reply> {
+  const info = await inspectTarget(engine, t);
+  // By the id inspected: the very container whose name and label were just checked.
+  const res = await openLog(engine.o.socketPath, info.Id, { tail });
+  return reply(200, logEnvelope(res, !!info.Config?.Tty), { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+}
+
 export async function logsOf(engine: Engine, t: Target, tail: number | 'all', opts: { timestamps?: boolean; since?: string } = {}): Promise<string> {
   const info = await inspectTarget(engine, t);
-  const buf = (await engine.container(t.container).logs({ stdout: true, stderr: true, follow: false, tail: tail as any, timestamps: !!opts.timestamps, ...(opts.since ? { since: opts.since as any } : {}) })) as unknown as Buffer;
-  return demux(Buffer.isBuffer(buf) ? buf : Buffer.from(String(buf)), !!info.Config?.Tty).text;
+  return logText(await openLog(engine.o.socketPath, info.Id, { tail, ...opts }), !!info.Config?.Tty);
 }
 
 /** `since` as Docker takes it (`seconds.nanoseconds`) from an ISO time or milliseconds since the epoch. */
