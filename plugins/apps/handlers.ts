@@ -11,6 +11,7 @@ import type { Registry } from './registry.ts';
 import { checkSpecification, LIMITS, type RuleContext } from './spec-rules.ts';
 import { normalise, type AppSpec } from './spec.ts';
 import { streamWork } from './stream.ts';
+import type { StreamLimits } from './streams.ts';
 import type { Monitor } from './monitor.ts';
 import { feasibility, locations, type NodePlace } from './placement.ts';
 import type { TamperingLog } from './tampering.ts';
@@ -33,6 +34,8 @@ export interface HandlerDeps {
   publishHost: string;
   nodeIp: string;
   secrets: Secrets;
+  /** Bounds on concurrent log and stats reads (streams.ts). */
+  streams: StreamLimits;
 }
 
 const NO_APP = () => new ApiError(400, 'BadRequest', 'No Core App specified');
@@ -280,19 +283,20 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     },
 
     // --- looking inside (one container, by its exact name from the installed record) ---
-    applog: async (input) => {
+    // Log and stats reads run under the caller's slot (streams.ts); applog streams the log (logstream.ts).
+    applog: d.streams.limit(async (input) => {
       const tail = tailOf(input.values.lines);
       return logAnswer(engine, await resolveTarget(installer, input.values.appname), tail);
-    },
-    applogpolling: async (input) => {
+    }),
+    applogpolling: d.streams.limit(async (input) => {
       const raw = input.values.lineCount ?? input.values.lines ?? 100;
       const lineCount = Number(raw);
       if (!Number.isInteger(lineCount) || lineCount < 1 || lineCount > 100_000) throw new ApiError(400, 'BadRequest', `lineCount: must be a whole number 1-100000, got ${JSON.stringify(String(raw))}`);
       const since = sinceOf(input.values.since);
       return pollLogs(engine, await resolveTarget(installer, input.values.appname), lineCount, since);
-    },
+    }),
     appinspect: async (input) => inspectTarget(engine, await resolveTarget(installer, input.values.appname)),
-    appstats: async (input) => statsOf(engine, await resolveTarget(installer, input.values.appname)),
+    appstats: d.streams.limit(async (input) => statsOf(engine, await resolveTarget(installer, input.values.appname))),
     apptop: async (input) => {
       const t = await resolveTarget(installer, input.values.appname);
       await inspectTarget(engine, t);

@@ -29,6 +29,7 @@ import { peerNetwork } from '../peers/api.ts';
 import { announceInstalls, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
 import { ignoreNotRunning } from './installer.ts';
 import { normalise } from './spec.ts';
+import { StreamLimits, type StreamBounds } from './streams.ts';
 
 export interface AppsConfig {
   docker: { socketPath: string; subnetBase: string; nofile: number };
@@ -44,6 +45,7 @@ export interface AppsConfig {
   policy: { sources: string[]; refreshSeconds: number };
   price: PriceConfig;
   monitor: { intervalMs: number };
+  streams: StreamBounds;
   guard: { intervalMs: number } & AbuseRules;
   node: NodePlace;
 }
@@ -97,6 +99,16 @@ export default definePlugin({
         properties: {
           sources: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
           refreshSeconds: { type: 'number', minimum: 0.05, default: 3600 },
+        },
+      },
+      // Log and stats reads at once (streams.ts): per caller, and on the node.
+      streams: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          perCaller: { type: 'integer', minimum: 1, maximum: 1000, default: 4 },
+          total: { type: 'integer', minimum: 1, maximum: 10000, default: 16 },
         },
       },
       monitor: {
@@ -239,7 +251,7 @@ export default definePlugin({
     announceInstalls(installer, emit);
     const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
     policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
-    const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp, secrets });
+    const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp, secrets, streams: new StreamLimits(cfg.streams) });
     const handlers = { ...local, ...withGlobal(local as Record<string, PlainHandler>, ctx.peers), ...withPeerPlaces(local as Record<string, PlainHandler>, ctx.peers) };
     const view = (r: InstalledApp): InstalledAppView => ({
       name: r.name,
