@@ -94,6 +94,8 @@ export interface EventStream {
 /** An upgraded websocket (`method: WS` routes): the part of the socket a handler uses. */
 export interface Socket {
   readonly readyState: number;
+  /** Bytes sent and not yet written out to the client. */
+  readonly bufferedAmount: number;
   send(data: string | Buffer, cb?: (err?: Error) => void): void;
   close(code?: number, reason?: string): void;
   terminate(): void;

@@ -59,6 +59,9 @@ function record(c: Conn, now: number, opens: Map<string, number>) {
     messagesSent: c.messagesSent,
     bytesReceived: c.bytesReceived,
     bytesSent: c.bytesSent,
+    /** Bytes waiting to be written out to the peer now, and the most there have been (cut over maxSendQueueBytes). */
+    sendQueueBytes: c.link.buffered(),
+    sendQueuePeak: c.sendQueuePeak,
     remoteVersion: c.remoteVersion,
     reconnects: Math.max(0, (opens.get(c.addr) ?? 1) - 1),
     nodeKey: c.key,

@@ -7,6 +7,8 @@ import type { Socket } from '../../core/plugin-api.ts';
 import type { Link, Transport } from './protocol/transport.ts';
 
 interface WsLike {
+  /** Bytes queued and not yet handed to the OS (ws: the socket's write buffer and the sender's). */
+  readonly bufferedAmount: number;
   send(data: string | Buffer): void;
   close(code?: number, reason?: string): void;
   terminate(): void;
@@ -33,6 +35,11 @@ export function linkOf(ws: WsLike, remoteIp: string): Link {
   return {
     remoteIp,
     send: (d) => ws.send(d),
+    buffered: () => ws.bufferedAmount,
+    abort: () => {
+      closed = true;
+      ws.terminate();
+    },
     close: (code = 1000, reason = '') => {
       closed = true;
       try {

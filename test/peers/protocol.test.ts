@@ -126,6 +126,27 @@ describe('peer protocol core (in-memory transport, virtual time)', () => {
     assert.equal(c.got.length, 0);
   });
 
+  it('a catch-up over a quarter of the send queue comes in parts, each asked for, until all is there', async () => {
+    const { sched, make } = world();
+    const a = make(1, { maxSendQueueBytes: 64 * 1024 }); // parts of 16 KB
+    const b = make(2);
+    // 60 send times, two messages of 1 KB at each (a part ends only between two send times).
+    for (let i = 0; i < 60; i++) {
+      a.node.broadcast('note', { i, pad: 'p'.repeat(1000) });
+      a.node.broadcast('note', { i, pad: 'q'.repeat(1000) });
+      await sched.run(sched.now() + 1);
+    }
+    const asked: number[] = [];
+    const send = (b.node as any).send.bind(b.node);
+    (b.node as any).send = (c: unknown, t: string, d: any) => (t === 'sync' && asked.push(d.since), send(c, t, d));
+    await b.node.connect(a.addr);
+    await sched.run();
+    assert.equal(b.got.length, 120);
+    assert.ok(asked.length >= 4, `asked ${asked.length} times`);
+    assert.deepEqual([...asked].sort((x, y) => x - y), asked, 'each part moves on');
+    assert.equal(new Set(asked).size, asked.length);
+  });
+
   it('a broadcast made with no link open floods on the first link, also to nodes holding newer messages', async () => {
     const { sched, make } = world();
     const a = make(1, { maxClockSkewMs: 60_000 });

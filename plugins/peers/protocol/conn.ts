@@ -39,6 +39,8 @@ export class Conn {
   messagesSent = 0;
   bytesReceived = 0;
   bytesSent = 0;
+  /** The most bytes this link has had waiting to be written out to the peer. */
+  sendQueuePeak = 0;
   remoteVersion = '';
   remoteClockOffsetMs = 0;
   lastTransmissionDelay = 0;

@@ -82,6 +82,13 @@ class MemLink implements Link {
     const o = this.other;
     this.sched.at(this.latency(), () => !o.closed && o.msg(data, typeof data !== 'string'));
   }
+  /** Frames are delivered by the scheduler; nothing waits on the sender's side. */
+  buffered() {
+    return 0;
+  }
+  abort() {
+    this.close(1006, 'aborted');
+  }
   close(code = 1000, reason = '') {
     if (this.closed) return;
     this.closed = true;

@@ -100,7 +100,7 @@ export class PeerNode {
   private readonly disconnects = new Map<string, { times: number[]; first: number; reason: string }>();
   readonly history: HistoryEvent[] = [];
   readonly health: { time: number; status: string; outgoing: number; incoming: number }[] = [];
-  readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0 };
+  readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0, sendQueueCuts: 0 };
   private timers: { clear(): void }[] = [];
   private pending = new Set<string>();
   /** What peers say this node's IP is (`seen` in their hello), while `autoIp`. */
@@ -349,8 +349,15 @@ export class PeerNode {
 
   // ------------------------------------------------------------------ frames
 
+  /**
+   * Every frame to a peer goes out here, so here the send queue is bounded: a frame that would take the
+   * bytes waiting for the peer over `maxSendQueueBytes` is not queued, and the peer is cut.
+   */
   private raw(c: Conn, text: string) {
     if (c.state === 'closed') return;
+    const queued = c.link.buffered();
+    if (queued + text.length > this.cfg.maxSendQueueBytes) return this.overflow(c, queued);
+    c.sendQueuePeak = Math.max(c.sendQueuePeak, queued + text.length);
     c.messagesSent++;
     c.bytesSent += text.length;
     try {
@@ -361,6 +368,7 @@ export class PeerNode {
   }
 
   private send(c: Conn, t: Frame['t'], data: unknown) {
+    if (c.state === 'closed') return;
     const d = JSON.stringify(data);
     const n = ++c.seqOut;
     const text = JSON.stringify({ t, n, k: this.key, d, s: this.keys.sign(signedText(t, n, d)) });
@@ -377,6 +385,22 @@ export class PeerNode {
       this.env.log?.warn({ ip: c.ip, port: c.port, why }, 'peers: peer closed for bad frames, its IP refused for a while');
       this.drop(c, 4010, `bad frames (${why})`);
     }
+  }
+
+  /**
+   * A peer that does not take what it is sent (it asked for catch-ups and does not read them, say) is
+   * treated as one sending bad frames: its IP refused for `banMs`, the link closed 4010 (listed as unstable
+   * at once). The socket is destroyed rather than closed: a close frame would wait behind the queue.
+   */
+  private overflow(c: Conn, queued: number) {
+    c.badMessages++;
+    this.stats.badFrames++;
+    this.stats.sendQueueCuts++;
+    this.banned.set(c.ip, this.env.now() + this.cfg.banMs);
+    const reason = `send queue over ${this.cfg.maxSendQueueBytes} bytes (the peer does not read)`;
+    this.env.log?.warn({ ip: c.ip, port: c.port, queued }, 'peers: peer cut, its send queue is full; its IP refused for a while');
+    c.link.abort();
+    this.closed(c, 4010, reason);
   }
 
   private receive(c: Conn, data: string | Buffer, isBinary: boolean) {
@@ -426,6 +450,8 @@ export class PeerNode {
       case 'syncbatch':
         if (!Array.isArray(d.items) || d.items.length > 1000) return this.bad(c, 'malformed');
         for (const it of d.items) this.gossip(c, { ...it, h: this.cfg.hopLimit }, true);
+        // More to catch up on: ask for the next part (only a side that asks, the outbound one).
+        if (Number.isFinite(d.more) && c.direction === 'outbound' && c.state === 'open') this.send(c, 'sync', { since: d.more });
         return;
     }
   }
@@ -688,22 +714,39 @@ export class PeerNode {
     }
   }
 
+  /**
+   * A catch-up answer: what is kept since `since`, oldest first, in batches of a frame each, at most a
+   * quarter of the send queue per request. The last batch then names `more` (the send time of the next
+   * message), which the asking side sends back as its next `since`; a part ends only between two send
+   * times, so each part moves on. A peer that reads gets everything one part at a time; one that asks
+   * and does not read fills its queue and is cut (raw()).
+   */
   private sync(c: Conn, d: any) {
     if (!Number.isFinite(d.since)) return this.bad(c, 'malformed');
     const items = [...this.kept.values()].filter((k) => k.sentAt >= d.since).sort((a, b) => a.sentAt - b.sentAt);
     let batch: { m: string; s: string }[] = [];
     let size = 0;
+    let answered = 0;
+    let last = -Infinity;
     const budget = this.cfg.maxFrameBytes * 0.6;
+    const part = this.cfg.maxSendQueueBytes / 4;
     for (const k of items) {
+      if (c.state === 'closed') return;
+      if (answered + size >= part && k.sentAt !== last) {
+        this.send(c, 'syncbatch', { items: batch, more: k.sentAt });
+        return;
+      }
       const len = k.m.length * 1.3 + 120;
       if (batch.length && (size + len > budget || batch.length >= 500)) {
         this.send(c, 'syncbatch', { items: batch });
+        answered += size;
         batch = [];
         size = 0;
       }
       if (len > budget) continue; // a single message too big to batch stays behind
       batch.push({ m: k.m, s: k.s });
       size += len;
+      last = k.sentAt;
     }
     if (batch.length) this.send(c, 'syncbatch', { items: batch });
   }

@@ -7,7 +7,11 @@ export interface Link {
   /** The address the other end connects from (its IP), as the transport saw it. */
   readonly remoteIp: string;
   send(data: string | Buffer): void;
+  /** Bytes sent on the link and not yet written out (what the other end has not taken). */
+  buffered(): number;
   close(code?: number, reason?: string): void;
+  /** Close at once, dropping what is still queued (a close frame would wait behind it). */
+  abort(): void;
   onMessage(fn: (data: string | Buffer, isBinary: boolean) => void): void;
   onClose(fn: (code: number, reason: string) => void): void;
 }
