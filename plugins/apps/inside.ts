@@ -9,7 +9,7 @@ import { ApiError, reply, type Reply } from '../../core/plugin-api.ts';
 import type { Engine } from './engine.ts';
 import type { InstalledApp, Installer } from './installer.ts';
 import { LABEL_APP, splitAppName } from './names.ts';
-import { logEnvelope, logText, openLog } from './logstream.ts';
+import { logEnvelope, newestLines, openLog } from './logstream.ts';
 
 export interface Target {
   rec: InstalledApp;
@@ -55,10 +55,8 @@ export async function logAnswer(engine: Engine, t: Target, tail: number | 'all')
   return reply(200, logEnvelope(res, !!info.Config?.Tty), { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
 }
 
-export async function logsOf(engine: Engine, t: Target, tail: number | 'all', opts: { timestamps?: boolean; since?: string } = {}): Promise<string> {
-  const info = await inspectTarget(engine, t);
-  return logText(await openLog(engine.o.socketPath, info.Id, { tail, ...opts }), !!info.Config?.Tty);
-}
+/** Characters a poll's `logs` hold at most, whatever `lineCount` says (older lines are left out, `truncated`). */
+export const POLL_MAX_CHARS = 4 << 20;
 
 /** `since` as Docker takes it (`seconds.nanoseconds`) from an ISO time or milliseconds since the epoch. */
 export function sinceOf(since: unknown): { docker: string; ms: number } | undefined {
@@ -79,10 +77,11 @@ export function sinceOf(since: unknown): { docker: string; ms: number } | undefi
 
 /** One poll of the log: the newest `lineCount` lines after `since`, with Docker's timestamps. */
 export async function pollLogs(engine: Engine, t: Target, lineCount: number, since?: { docker: string; ms: number }) {
+  const info = await inspectTarget(engine, t);
   // One line more than asked tells whether lines were left out.
-  const text = await logsOf(engine, t, lineCount + 1, { timestamps: true, since: since?.docker });
-  const lines = text.split('\n').filter((l) => l.length);
-  const truncated = lines.length > lineCount;
+  const res = await openLog(engine.o.socketPath, info.Id, { tail: lineCount + 1, timestamps: true, since: since?.docker });
+  const { lines, cut } = await newestLines(res, !!info.Config?.Tty, POLL_MAX_CHARS);
+  const truncated = cut || lines.length > lineCount;
   const logs = truncated ? lines.slice(lines.length - lineCount) : lines;
   const lastTs = logs.length ? logs[logs.length - 1].slice(0, logs[logs.length - 1].indexOf(' ')) : null;
   return { logs, lineCount, logCount: logs.length, sinceTimestamp: lastTs ?? (since ? new Date(since.ms).toISOString() : null), truncated };

@@ -134,13 +134,49 @@ export function logEnvelope(res: http.IncomingMessage, tty: boolean): Readable {
   return out;
 }
 
-/** The whole log text (for answers that are bounded in lines, as the polling route's). */
-export async function logText(res: http.IncomingMessage, tty: boolean): Promise<string> {
+/**
+ * The newest non-empty lines of the log that fit in `maxChars`, for answers bounded in lines (the polling
+ * route's): a line count alone bounds nothing, as one line can be any length. Older lines are let go as
+ * newer ones come; a line longer than the bound keeps its start (where its timestamp is). `cut`: something
+ * was left out for the bound.
+ */
+export async function newestLines(res: http.IncomingMessage, tty: boolean, maxChars: number): Promise<{ lines: string[]; cut: boolean }> {
   const demux = new Demux(tty);
   const decoder = new StringDecoder('utf8');
-  let text = '';
   res.pipe(demux);
   res.on('error', (e) => demux.destroy(e));
-  for await (const b of demux as AsyncIterable<Buffer>) text += decoder.write(b);
-  return text + decoder.end();
+  const lines: string[] = [];
+  let first = 0;
+  let chars = 0;
+  let cut = false;
+  let open = '';
+  const add = (line: string) => {
+    if (!line) return;
+    if (line.length > maxChars) {
+      line = line.slice(0, maxChars);
+      cut = true;
+    }
+    lines.push(line);
+    chars += line.length;
+    while (chars > maxChars) {
+      chars -= lines[first].length;
+      first++;
+      cut = true;
+    }
+    if (first > 1024 && first * 2 > lines.length) lines.splice(0, first), (first = 0);
+  };
+  const take = (s: string) => {
+    const parts = (open + s).split('\n');
+    open = parts.pop()!;
+    for (const p of parts) add(p);
+    // A line still open past the bound keeps its start only.
+    if (open.length > maxChars) {
+      open = open.slice(0, maxChars);
+      cut = true;
+    }
+  };
+  for await (const b of demux as AsyncIterable<Buffer>) take(decoder.write(b));
+  take(decoder.end());
+  add(open);
+  return { lines: lines.slice(first), cut };
 }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
-import { Demux, TextEnvelope } from '../../plugins/apps/logstream.ts';
+import { Demux, newestLines, TextEnvelope } from '../../plugins/apps/logstream.ts';
 
 const frame = (kind: number, text: string) => {
   const body = Buffer.from(text, 'utf8');
@@ -39,5 +39,14 @@ describe('apps: the streamed log answer', () => {
   it('a TTY log passes through; an empty log is an empty text', async () => {
     assert.equal((await through(bytes(Buffer.from('a\u00e9b\n'), 1), true)).out, '{"status":"success","data":"aéb\\n"}');
     assert.equal((await through([], false)).out, '{"status":"success","data":""}');
+  });
+
+  const lines = (text: string, max: number, size = 3) => newestLines(Readable.from(bytes(frame(1, text), size)) as any, false, max);
+
+  it('a poll keeps the newest lines that fit its bound in characters, and says what it cut', async () => {
+    assert.deepEqual(await lines('aaaa\nbbbb\ncccc\n', 100), { lines: ['aaaa', 'bbbb', 'cccc'], cut: false });
+    assert.deepEqual(await lines('aaaa\nbbbb\n\ncccc', 10), { lines: ['bbbb', 'cccc'], cut: true });
+    // One line over the bound keeps its start (its timestamp).
+    assert.deepEqual(await lines(`2026 ${'z'.repeat(40)}\n`, 10, 7), { lines: ['2026 zzzzz'], cut: true });
   });
 });

@@ -113,6 +113,17 @@ describe('tenants: log answers (an owner asking for a 13 MB log eight times at o
     assert.ok(!/handler failed/.test(node.output()), node.output().slice(-2000));
   });
 
+  it('a poll of every line of the 13 MB log holds at most 4 MiB of it: the newest lines, marked truncated', async () => {
+    const a = await node.get('/apps/applogpolling/tenantb?lineCount=100000', node.headers.b);
+    const d = a.json?.data;
+    assert.equal(a.json?.status, 'success', said(a));
+    assert.equal(d.truncated, true);
+    assert.ok(d.logs.join('').length <= 4 << 20, `${d.logs.join('').length} characters`);
+    assert.ok(d.logCount > 4000 && d.logCount < 4300, String(d.logCount));
+    assert.match(d.logs.at(-1), /^\S+Z end-of-log$/);
+    assert.equal(d.sinceTimestamp, d.logs.at(-1).split(' ')[0]);
+  });
+
   it('the node-wide bound: with six reads running, the next caller is refused by name; slots come back when clients go away', async () => {
     const held = [
       ...(await Promise.all(Array.from({ length: 4 }, () => hold(node, '/apps/applog/tenantb/all', node.headers.b)))),
