@@ -104,6 +104,8 @@ export class Demux extends Transform {
 export class TextEnvelope extends Transform {
   private readonly decoder = new StringDecoder('utf8');
   private started = false;
+  /** When a chunk last went through (a transform runs only while the reader takes what it is given). */
+  movedAt = Date.now();
 
   private start() {
     if (!this.started) {
@@ -113,6 +115,7 @@ export class TextEnvelope extends Transform {
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
+    this.movedAt = Date.now();
     this.start();
     const s = this.decoder.write(chunk);
     if (s) this.push(JSON.stringify(s).slice(1, -1));
@@ -127,9 +130,21 @@ export class TextEnvelope extends Transform {
   }
 }
 
-/** The log answer as the envelope stream; a failure of Docker mid-answer cuts the connection (the envelope has started). */
-export function logEnvelope(res: http.IncomingMessage, tty: boolean): Readable {
+/** How long a streamed log may make no progress (its client reading nothing) before it is cut. */
+export const STALL_MS = 60_000;
+
+/**
+ * The log answer as the envelope stream; a failure of Docker mid-answer cuts the connection (the envelope
+ * has started). A client that stops reading would hold its read slot (streams.ts) and Docker's connection
+ * for ever: an answer that moves nothing for `stallMs` is cut.
+ */
+export function logEnvelope(res: http.IncomingMessage, tty: boolean, stallMs = STALL_MS): Readable {
   const out = new TextEnvelope();
+  const check = setInterval(() => {
+    if (Date.now() - out.movedAt > stallMs) out.destroy(new Error(`no progress for ${stallMs} ms`));
+  }, Math.min(stallMs, 10_000));
+  check.unref();
+  out.once('close', () => clearInterval(check));
   pipeline(res, new Demux(tty), out, () => {});
   return out;
 }

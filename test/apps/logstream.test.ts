@@ -3,8 +3,8 @@
  * characters split across chunks, and the envelope equal to JSON.stringify of the whole text.
  */
 import assert from 'node:assert/strict';
-import { Readable } from 'node:stream';
-import { Demux, newestLines, TextEnvelope } from '../../plugins/apps/logstream.ts';
+import { PassThrough, Readable } from 'node:stream';
+import { Demux, logEnvelope, newestLines, TextEnvelope } from '../../plugins/apps/logstream.ts';
 
 const frame = (kind: number, text: string) => {
   const body = Buffer.from(text, 'utf8');
@@ -48,5 +48,14 @@ describe('apps: the streamed log answer', () => {
     assert.deepEqual(await lines('aaaa\nbbbb\n\ncccc', 10), { lines: ['bbbb', 'cccc'], cut: true });
     // One line over the bound keeps its start (its timestamp).
     assert.deepEqual(await lines(`2026 ${'z'.repeat(40)}\n`, 10, 7), { lines: ['2026 zzzzz'], cut: true });
+  });
+
+  it('an answer whose reader takes nothing is cut after the stall time, and lets go of Docker\'s answer', async () => {
+    const docker = new PassThrough();
+    const out = logEnvelope(docker as any, true, 200);
+    docker.write(Buffer.alloc(1 << 20, 'a')); // more than the buffers between take; nobody reads
+    const closed = await new Promise<Error | undefined>((resolve) => out.once('close', () => resolve((out as any).errored)));
+    assert.match(String(closed), /no progress for 200 ms/);
+    assert.ok(docker.destroyed);
   });
 });
