@@ -164,6 +164,11 @@ export interface Collection<T = any> {
   removeIndex(fieldName: string | string[]): Promise<void>;
   /** Re-read the collection from its file (after a failed write, to drop what did not reach the disk). */
   load(): Promise<void>;
+  /**
+   * Rewrite the file from what the collection holds now: the lines of changed and removed records are gone
+   * (the host's stores have it; a bare in-memory datastore in a test has no file to rewrite).
+   */
+  compact?(): Promise<void>;
 }
 
 /** The plugin's collections, one file each under `<dataDir>/<plugin>/<collection>.db`. */

@@ -52,6 +52,12 @@ export class Stores {
         this.log?.warn({ err: err.message, collection: key }, 'store not loaded; the next operation retries');
       });
       ds.load().catch(() => undefined);
+      // `compact` of the plugin API: nedb-promises runs `load` once for good, so it never rewrites the file again; a plugin
+      // that removed a secret needs the old lines gone from the disk now, not at the next stop.
+      Object.defineProperty(store, 'compact', { value: async () => {
+        await store.load();
+        await (store as any).__original?.compactDatafileAsync?.();
+      } });
       this.open.set(key, ds);
     }
     return ds;
