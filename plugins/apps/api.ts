@@ -5,6 +5,9 @@
  */
 import { createServiceRef } from '../../core/plugin-api.ts';
 
+/** The rule that no message or record carries registry credentials (repoauth.ts), for the peer network. */
+export { carriesRepoauth, REPOAUTH_IS_PUBLIC } from './repoauth.ts';
+
 export interface AppComponentView {
   name: string;
   /** The Docker container's name. */

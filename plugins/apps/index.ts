@@ -24,6 +24,7 @@ import { checkSpecification } from './spec-rules.ts';
 import { Volumes } from './volumes.ts';
 import { Updater } from './updates.ts';
 import { redactSpec, Secrets } from './secrets.ts';
+import { purgeRepoauth } from './repoauth.ts';
 import { appsService, type AppsService, type InstalledAppView } from './api.ts';
 import { peerNetwork } from '../peers/api.ts';
 import { announceInstalls, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
@@ -177,7 +178,6 @@ export default definePlugin({
       ctx.clock,
       verify,
       cfg.temporaryMessageMinutes * 60_000,
-      secrets,
       () => ctx.payments()?.tip()?.height ?? null,
     );
     await registry.init();
@@ -206,6 +206,8 @@ export default definePlugin({
     const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile }, volumes, secrets);
     const installed = ctx.store('installed') as Collection<InstalledApp>;
     await installed.ensureIndex({ fieldName: 'name', unique: true });
+    // Specifications stored by an older node may hold registry credentials: removed before anything reads them.
+    await purgeRepoauth({ temporary: ctx.store('temporary'), permanent: ctx.store('permanent'), specs: ctx.store('specs'), installed: installed as Collection }, ctx.log);
     const installer = new Installer(engine, installed, policy, () => ctx.clock.now());
 
     // The owner of an app for the appowner levels: the registry's, else the owner of what is installed here,

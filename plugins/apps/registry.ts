@@ -6,7 +6,6 @@
  */
 import crypto from 'node:crypto';
 import { ApiError, type Clock, type Collection } from '../../core/plugin-api.ts';
-import { hasPlainRepoauth, type Secrets } from './secrets.ts';
 
 /** Blocks an app lives without an `expire` of its own (v1-5, and the v6+ default). */
 export const DEFAULT_EXPIRE = 22_000;
@@ -76,7 +75,6 @@ export class Registry {
     private readonly clock: Clock,
     private readonly verify: (message: string, id: string, signature: string) => boolean,
     private readonly temporaryMs: number,
-    private readonly secrets: Secrets,
     /** The chain height the explorer has scanned, or null (then nothing counts as expired). */
     private readonly tip: () => number | null = () => null,
   ) {}
@@ -87,16 +85,6 @@ export class Registry {
       this.s.permanent.ensureIndex({ fieldName: 'hash', unique: true }),
       this.s.specs.ensureIndex({ fieldName: 'name', unique: true }),
     ]);
-    // Records written before repoauth was sealed: sealed now, and the files rewritten without the plain text.
-    for (const c of [this.s.temporary, this.s.permanent, this.s.specs] as Collection<{ _id?: string; appSpecification: Record<string, any> }>[]) {
-      let changed = 0;
-      for (const d of await c.find({})) {
-        if (!hasPlainRepoauth(d.appSpecification)) continue;
-        await c.update({ _id: d._id }, { $set: { appSpecification: this.secrets.sealSpec(d.appSpecification) } });
-        changed++;
-      }
-      if (changed) await c.load();
-    }
   }
 
   /** Whether a global spec has expired at the scanned height. */
@@ -135,8 +123,8 @@ export class Registry {
     }
     if (!this.verify(signedText(m), signer, m.signature)) throw new ApiError(400, 'InvalidSignature', `Invalid signature: the message is not signed by ${kind === 'update' ? 'the current owner ' : ''}${signer}`);
     const hash = messageHash(m);
-    // repoauth is sealed before anything is stored (secrets.ts); the hash and signature cover the plain text.
-    const doc: TemporaryMessage = { type: m.type, version: m.version, appSpecification: this.secrets.sealSpec(m.appSpecification), timestamp: m.timestamp, signature: m.signature, hash, signer, receivedAt: now, expireAt: now + this.temporaryMs };
+    // The spec passed checkSpecification (no repoauth: repoauth.ts); it is kept exactly as signed.
+    const doc: TemporaryMessage = { type: m.type, version: m.version, appSpecification: m.appSpecification, timestamp: m.timestamp, signature: m.signature, hash, signer, receivedAt: now, expireAt: now + this.temporaryMs };
     await this.s.temporary.update({ hash }, doc, { upsert: true });
     return hash;
   }

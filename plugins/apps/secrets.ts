@@ -1,13 +1,11 @@
 /**
- * `repoauth` (private registry credentials in a v7+ component) never rests or travels in plain text.
+ * The node's own secret key and values sealed with it (AES-256-GCM, a random 96-bit nonce per value; the key
+ * is 32 random bytes in `<dataDir>/apps/secret.key`, mode 0600, made at first start): `sealed:v1:<base64>`.
  *
- * The reference keeps it encrypted (v7 with the nodes' keys, v8 inside `enterprise`) and shows it decrypted
- * only to the app's owner (`appspecifications/:appname/:decrypt`). Ours arrives in plain text inside the
- * signed message, so the node seals it at once with its own key (AES-256-GCM, a random 96-bit nonce per
- * value; the key is 32 random bytes in `<dataDir>/apps/secret.key`, mode 0600, made at first start) before
- * anything is stored: temporary, permanent, global and installed records hold `sealed:v1:<base64>`. Every
- * answer replaces a sealed value by `REDACTED` except the owner's own `appspecifications/<app>/true`; only
- * the pull opens it, in memory, for Docker's auth config.
+ * A specification carries no registry credentials (repoauth.ts refuses them: a specification is public), so
+ * no spec value is sealed any more; what stays is opening a sealed value for a pull (Docker's auth config,
+ * in memory only) and the redaction of any `repoauth` in an answer, the last line of defence should one
+ * ever reach a record.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -53,11 +51,6 @@ export class Secrets {
     return Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString('utf8');
   }
 
-  /** A copy of a specification with every `repoauth` sealed (what is stored). */
-  sealSpec<T extends Record<string, any>>(spec: T): T {
-    return mapRepoauth(spec, (v) => this.seal(v));
-  }
-
   /** A copy with every `repoauth` opened (the owner's decrypted view). */
   openSpec<T extends Record<string, any>>(spec: T): T {
     return mapRepoauth(spec, (v) => this.open(v));
@@ -67,11 +60,6 @@ export class Secrets {
 /** A copy of a specification as anyone may see it: every `repoauth` replaced by `[encrypted]`. */
 export function redactSpec<T extends Record<string, any>>(spec: T): T {
   return mapRepoauth(spec, () => REDACTED);
-}
-
-/** Whether a specification carries a plain (unsealed) `repoauth`. */
-export function hasPlainRepoauth(spec: Record<string, any> | undefined): boolean {
-  return Array.isArray(spec?.compose) && spec.compose.some((c: any) => typeof c?.repoauth === 'string' && c.repoauth && !Secrets.isSealed(c.repoauth));
 }
 
 function mapRepoauth<T extends Record<string, any>>(spec: T, fn: (v: string) => string): T {

@@ -1,9 +1,11 @@
 /**
  * The rules of a specification that its JSON Schema (manifests/apps.yaml) cannot say: name prefixes,
  * unique component names, ports (paired, banned, enterprise-only, unique on the node), the containerData
- * grammar, cpu steps, totals per tier. Every error names the field (`compose[1].ports[0]: ...`).
+ * grammar, cpu steps, totals per tier, no registry credentials (repoauth.ts). Every error names the field
+ * (`compose[1].ports[0]: ...`).
  */
 import { ApiError } from '../../core/plugin-api.ts';
+import { REPOAUTH_IS_PUBLIC } from './repoauth.ts';
 import { fieldOf, normalise, type AppSpec } from './spec.ts';
 
 /** Ports no app may publish (reference 6.1): the node's own services and well-known system ports. */
@@ -110,6 +112,7 @@ export function checkSpecification(raw: Record<string, any>, ctx: RuleContext): 
     if (Math.abs(Math.round(c.cpu * 10) - c.cpu * 10) > 1e-9) throw new SpecError(f('cpu'), 'must be a multiple of 0.1 cores');
     if (!/^[a-z0-9]([a-z0-9._/:@-]*[a-z0-9])?$/i.test(c.repotag) || !c.repotag.includes(':')) throw new SpecError(f('repotag'), 'must be an image reference with a tag (repository:tag)');
     parseContainerData(c.containerData, f('containerData'), i);
+    if (c.repoauth) throw new SpecError(f('repoauth'), REPOAUTH_IS_PUBLIC);
     for (const [k, v] of c.environmentParameters.entries()) if (!v.includes('=')) throw new SpecError(`${f('environmentParameters')}[${k}]`, 'must be NAME=value');
     total.cpu += c.cpu;
     total.ram += c.ram;
