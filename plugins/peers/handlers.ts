@@ -1,5 +1,6 @@
 /** Route handlers of manifests/peers.yaml. */
 import { ApiError, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
+import { carriesRepoauth, REPOAUTH_IS_PUBLIC } from '../apps/api.ts';
 import type { Locations } from './locations.ts';
 import type { Conn } from './protocol/conn.ts';
 import type { PeerNode } from './protocol/node.ts';
@@ -120,6 +121,8 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
     broadcastmessage: (input) => {
       const data = dataOf(input);
       if (data === undefined) throw new ApiError(400, 'BadRequest', 'No message to broadcast attached.');
+      // The network would refuse it anyway (index.ts): say why instead of sending nothing.
+      if (carriesRepoauth(data)) throw new ApiError(400, 'BadRequest', `repoauth: ${REPOAUTH_IS_PUBLIC}`);
       const only = input.route.id.includes('tooutgoing') ? 'outbound' : input.route.id.includes('toincoming') ? 'inbound' : undefined;
       // The variants start the message on one direction of links; relays carry it on to every node.
       net.broadcast('broadcastmessage', data, only);

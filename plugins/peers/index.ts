@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { coreServices, definePlugin, optional, websocket, type Collection } from '../../core/plugin-api.ts';
-import { appsService } from '../apps/api.ts';
+import { appsService, carriesRepoauth, REPOAUTH_IS_PUBLIC } from '../apps/api.ts';
 import { daemonControlService, daemonService } from '../daemon/api.ts';
 import { readConf } from '../../lib/daemon-rpc/conf.ts';
 import { peerNetwork, type PeerNetwork } from './api.ts';
@@ -18,6 +18,27 @@ import { Membership, NOT_LISTED } from './membership.ts';
 import { loadOrCreateKeys } from './protocol/keys.ts';
 import { PeerNode, type Kept } from './protocol/node.ts';
 import { linkOfSocket, wsTransport } from './ws-transport.ts';
+
+/**
+ * The kept messages, less those that carry registry credentials (kept by a node from before the refusal):
+ * removed from the store and its file rewritten, so the disk keeps no copy either.
+ */
+async function purgeKept(store: Collection<Kept>, log: { warn(o: object, m: string): void }): Promise<Kept[]> {
+  const all = (await store.find({})) as Kept[];
+  const bad = new Set<string>();
+  for (const k of all) {
+    try {
+      if (carriesRepoauth(JSON.parse(k.m).payload)) bad.add(k.hash);
+    } catch {
+      /* a damaged record is skipped where it is read */
+    }
+  }
+  if (!bad.size) return all;
+  await store.remove({ hash: { $in: [...bad] } }, { multi: true });
+  await store.compact?.();
+  log.warn({ messages: bad.size }, 'peers: kept messages carrying registry credentials (repoauth) removed; what the network carries is public');
+  return all.filter((k) => !bad.has(k.hash));
+}
 
 export default definePlugin({
   id: 'peers',
@@ -72,6 +93,8 @@ export default definePlugin({
       },
       log: ctx.log,
       admission: membership,
+      // What the network carries is public: a message with registry credentials in it goes nowhere.
+      refuse: (_type, payload) => (carriesRepoauth(payload) ? REPOAUTH_IS_PUBLIC : undefined),
     });
 
     // Admitted peers that a node list read now no longer shows at their IP are dropped; an unreadable list
@@ -88,7 +111,7 @@ export default definePlugin({
     recheck.unref();
 
     const locations = new Locations(() => Date.now(), cfg.locationTtlMs);
-    const kept = (await store.find({})) as Kept[];
+    const kept = await purgeKept(store, ctx.log);
     net.restore(kept);
     // Rebuild what the kept notices say (in send order): a restarted node knows where apps run at once.
     for (const k of kept.sort((a, b) => a.sentAt - b.sentAt)) {

@@ -61,6 +61,11 @@ export interface Env {
   setTimer(fn: () => void, ms: number): { clear(): void };
   /** Kept messages changed (persist them); optional. */
   onKept?(added: Kept[], dropped: string[]): void;
+  /**
+   * Why a message must be neither kept, delivered nor relayed (one carrying a secret in plain text), or
+   * undefined to take it. Asked of every message received and of the node's own broadcasts.
+   */
+  refuse?(type: string, payload: unknown): string | undefined;
   log?: { debug(o: object, m: string): void; info(o: object, m: string): void; warn(o: object, m: string): void };
 }
 
@@ -100,7 +105,7 @@ export class PeerNode {
   private readonly disconnects = new Map<string, { times: number[]; first: number; reason: string }>();
   readonly history: HistoryEvent[] = [];
   readonly health: { time: number; status: string; outgoing: number; incoming: number }[] = [];
-  readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0, sendQueueCuts: 0 };
+  readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0, sendQueueCuts: 0, refused: 0 };
   private timers: { clear(): void }[] = [];
   private pending = new Set<string>();
   /** What peers say this node's IP is (`seen` in their hello), while `autoIp`. */
@@ -617,6 +622,12 @@ export class PeerNode {
 
   /** Sign and send a message to every peer; `only` limits the first hop to one direction. */
   broadcast(type: string, payload: unknown, only?: 'outbound' | 'inbound'): string {
+    const refused = this.env.refuse?.(type, payload);
+    if (refused) {
+      // The callers refuse such data before they get here (a route answers 400); this is the last stop.
+      this.env.log?.warn({ type, reason: refused }, 'peers: own broadcast not sent');
+      return '';
+    }
     const body: OriginBody = { type, payload, origin: this.key, sentAt: this.env.now(), nonce: rnd() };
     const m = JSON.stringify(body);
     const s = this.keys.sign(m);
@@ -679,6 +690,13 @@ export class PeerNode {
     if (now - body.sentAt > this.cfg.keepMs) return; // too old to matter: neither kept nor delivered
     this.remember(hash);
     if (body.origin === this.key) return;
+    const refused = this.env.refuse?.(body.type, body.payload);
+    if (refused) {
+      // Remembered as seen (its copies from other links are duplicates), never kept, delivered or relayed.
+      this.stats.refused++;
+      this.env.log?.info({ type: body.type, origin: body.origin, reason: refused }, 'peers: message refused');
+      return;
+    }
     this.keep({ hash, m: d.m, s: d.s, sentAt: body.sentAt, type: body.type });
     const hops = d.h + 1;
     const msg: Delivered = { type: body.type, payload: body.payload, origin: body.origin, sentAt: body.sentAt, hash, hops };
