@@ -117,13 +117,14 @@ describe('apps: failures, the policy gate, test installs', function () {
     assert.equal(last(ndjson(await node.get('/apps/testappinstall/trial', node.headers.coreTeam))).status, 'success');
   });
 
-  it('an image of a registry that wants credentials is pulled with the spec\'s repoauth; without them the pull fails', async () => {
+  it('registry credentials in a spec are refused (a spec is public); an image of a registry that wants them fails its pull', async () => {
     const priv = await ensurePrivateRegistry();
     const port = await freeAppPort();
     const withAuth = v8Spec(w.owner.legacyid, 'privateok', [component('box', priv.image, port, 8080, { commands: IDLE, repoauth: priv.repoauth })]);
-    await register(withAuth);
-    const ok = ndjson(await node.get('/apps/testappinstall/privateok', node.headers.coreTeam));
-    assert.equal(last(ok).status, 'success', JSON.stringify(ok));
+    const refused = error(await node.post('/apps/appregister', await signedMessage(w.owner, withAuth), node.headers.owner));
+    assert.equal(refused.code, 400);
+    assert.match(refused.message, /^Invalid specification: compose\[0\]\.repoauth: .*a specification is public/);
+    assert.equal(error(await node.get('/apps/testappinstall/privateok', node.headers.coreTeam)).code, 404);
     const noAuth = v8Spec(w.owner.legacyid, 'privatenone', [component('box', priv.image, port, 8080, { commands: IDLE })]);
     await register(noAuth);
     const bad = ndjson(await node.get('/apps/testappinstall/privatenone', node.headers.coreTeam));
@@ -141,7 +142,8 @@ describe('apps: failures, the policy gate, test installs', function () {
     const v4 = { version: 4, name: 'vfour', description: 'd', owner, compose: comp, instances: 3 };
     const v5 = { ...v4, version: 5, name: 'vfive', contacts: ['a@b.c'], geolocation: ['acEU', 'acNA_US'] };
     const v6 = { ...v5, version: 6, name: 'vsix', expire: 22000 };
-    const v7 = { ...v6, version: 7, name: 'vseven', nodes: [], staticip: false, compose: [component('a', img, 31001, 8080, { repoauth: 'u:p' })] };
+    // v7's repoauth: empty (no credentials) is a valid spec; credentials are refused (test above).
+    const v7 = { ...v6, version: 7, name: 'vseven', nodes: [], staticip: false, compose: [component('a', img, 31001, 8080, { repoauth: '' })] };
     const v8 = v8Spec(owner, 'v-eight', comp);
     for (const spec of [v1, v2, v3Spec(owner, 'vthree', img, 31000), v4, v5, v6, v7, v8]) {
       const a = await node.post('/apps/verifyappregistrationspecifications', spec);

@@ -1,8 +1,8 @@
 /**
  * What the registry does to apps after their registration, on real parts (regtest litecoind, the explorer,
- * the test Docker and its private registry): payments count only from `minConfirmations`; `repoauth` is
- * sealed at rest and shown in plain text to the app's owner only, while installs from the private registry
- * keep working; a paid update redeploys the installed app (soft keeps its data, a changed `hdd` reinstalls
+ * the test Docker and its private registry): payments count only from `minConfirmations`; a `repoauth` is
+ * refused (a specification is public) and an image of a registry that wants credentials fails its pull,
+ * while nothing the node keeps or answers holds the password; a paid update redeploys the installed app (soft keeps its data, a changed `hdd` reinstalls
  * it); an app whose `expire` ran out stops being global and is removed from the node.
  */
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { component, data, error, freeAppPort, last, makeWallets, ndjson, pay, probe, signedMessage, startAppsNode, until, v8Spec, type AppsNode } from './support.ts';
 import { IDLE } from './support.ts';
 
-describe('apps: confirmations, sealed repoauth, updates, expiry', function () {
+describe('apps: confirmations, refused repoauth, updates, expiry', function () {
   this.timeout(240_000);
   let docker: TestDocker;
   let priv: PrivateRegistry;
@@ -52,7 +52,7 @@ describe('apps: confirmations, sealed repoauth, updates, expiry', function () {
   const installed = async (name: string) => data(await node.get(`/apps/installedapps/${name}`))[0];
 
   it('a payment makes its message permanent only at minConfirmations (2)', async () => {
-    const privSpec = v8Spec(w.owner.legacyid, 'privapp', [component('box', priv.image, await freeAppPort(), 8080, { commands: IDLE, repoauth: priv.repoauth })]);
+    const privSpec = v8Spec(w.owner.legacyid, 'privapp', [component('box', priv.image, await freeAppPort(), 8080, { commands: IDLE })]);
     webPort = await freeAppPort();
     webSpec = v8Spec(w.owner.legacyid, 'webapp', [component('web', docker.images.node, webPort, 8080)]);
     const privHash = await submit(privSpec);
@@ -67,23 +67,22 @@ describe('apps: confirmations, sealed repoauth, updates, expiry', function () {
     assert.equal((await until('webapp global', () => global('webapp'))).hash, webHash);
   });
 
-  it('repoauth: stored sealed, redacted for everyone, plain for the owner only; the private image installs', async () => {
+  it('repoauth: refused at registration and update naming the field; the private image fails its pull without it; no file or answer holds the password', async () => {
     const secret = password();
-    const spec = await global('privapp');
-    assert.equal(spec.compose[0].repoauth, '[encrypted]');
-    assert.equal(data(await node.get('/apps/appspecifications/privapp/true', node.headers.owner)).compose[0].repoauth, priv.repoauth);
-    for (const who of [node.headers.other, node.headers.coreTeam, node.headers.admin, {}]) assert.equal(error(await node.get('/apps/appspecifications/privapp/true', who)).code, 401);
-    for (const route of ['/apps/permanentmessages', '/apps/globalappsspecifications', '/apps/availableapps', '/apps/temporarymessages', '/apps/appspecifications/privapp'])
-      assert.ok(!(await node.get(route)).text.includes(secret), route);
+    const withAuth = (name: string) => v8Spec(w.owner.legacyid, name, [component('box', priv.image, 29100, 8080, { commands: IDLE, repoauth: priv.repoauth })]);
+    for (const [route, type] of [['/apps/appregister', 'coreappregister'], ['/apps/appupdate', 'coreappupdate']]) {
+      const e = error(await node.post(route, await signedMessage(w.owner, withAuth(type === 'coreappregister' ? 'privnew' : 'privapp'), type), node.headers.owner));
+      assert.equal(e.code, 400, route);
+      assert.match(e.message, /^Invalid specification: compose\[0\]\.repoauth: .*a specification is public/, route);
+    }
     const lines = ndjson(await node.get('/apps/installapplocally/privapp', node.headers.coreTeam));
-    assert.equal(last(lines).status, 'success', JSON.stringify(lines));
-    assert.ok(!(await node.get('/apps/installedapps')).text.includes(secret));
-    // Nothing the node keeps holds the password in plain text (nedb files, the key aside).
+    assert.equal(last(lines).step, 'pull', JSON.stringify(last(lines)));
+    for (const route of ['/apps/permanentmessages', '/apps/globalappsspecifications', '/apps/availableapps', '/apps/temporarymessages', '/apps/appspecifications/privapp', '/apps/installedapps'])
+      assert.ok(!(await node.get(route)).text.includes(secret), route);
+    // Nothing the node keeps holds the password (nedb files, the key aside).
     const files = fs.readdirSync(path.join(node.dataDir, 'apps')).filter((f) => f.endsWith('.db'));
     assert.ok(files.length >= 4, files.join());
     for (const f of files) assert.ok(!fs.readFileSync(path.join(node.dataDir, 'apps', f), 'utf8').includes(secret), f);
-    assert.equal(fs.statSync(path.join(node.dataDir, 'apps', 'secret.key')).mode & 0o777, 0o600);
-    assert.equal(last(ndjson(await node.get('/apps/appremove/privapp', node.headers.owner))).status, 'success');
   });
 
   it('a paid update redeploys the installed app: soft keeps its data, a changed hdd reinstalls it', async () => {

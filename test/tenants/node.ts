@@ -48,6 +48,8 @@ export interface TenantNodeOptions {
   plugins?: string[];
   /** Descriptor limit (soft and hard) of the process. */
   nofile?: number;
+  /** Called with the empty data folder before the process starts (records an older node left, say). */
+  seed?: (dataDir: string) => void | Promise<void>;
 }
 
 export interface TenantNode extends Client {
@@ -108,6 +110,7 @@ export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode>
   };
   const configFile = path.join(dir, 'node.json');
   fs.writeFileSync(configFile, JSON.stringify(config, null, 2));
+  await o.seed?.(dataDir);
   const argv = entryArgs('node');
   const [cmd, args] = o.nofile
     ? ['bash', ['-c', `ulimit -n ${o.nofile} && exec "$0" "$@"`, process.execPath, ...argv]]
