@@ -9,8 +9,10 @@
  *   `/apps/installingerrorslocation(s)`;
  * - the signed network policy this node takes is broadcast (`networkpolicy`); one from a peer is offered to
  *   the policy holder, which takes it only when it is valid and newer;
- * - lifecycle verbs with `global=true` run here (when installed) and go to every node that runs the app as
- *   a node-signed command (plugins/peers/global.ts): the caller's session header never leaves this node.
+ * - lifecycle verbs with `global=true` carry the caller's wallet signature of the command (query `timestamp`
+ *   and `signature`); once it is checked they run here (when installed) and go to every node that runs the
+ *   app, each of which checks it again (plugins/peers/global.ts): the caller's session header never leaves
+ *   this node.
  */
 import { PassThrough, type Readable } from 'node:stream';
 import { ApiError, Reply, reply, type HandlerInput, type Log, type PlainHandler } from '../../core/plugin-api.ts';
@@ -115,17 +117,19 @@ export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers)
       const net = peers();
       if (!net) throw new ApiError(503, 'PeersUnavailable', 'The peer network is not enabled on this node: a global command cannot be sent');
       if (!input.caller.legacyid) throw new ApiError(401, 'Unauthorized', 'Unauthorized. Access denied.');
-      let here: unknown;
-      try {
-        here = await local(input);
-      } catch (e) {
-        if (!(e instanceof ApiError) || e.code !== 404) throw e;
-        here = { message: `Application ${v.appname} is not installed on this node` };
-      }
       const target = String(v.appname);
       const app = splitAppName(target).app;
       const force = STREAMED_VERBS.includes(verb) ? !!v.force : undefined;
-      const id = net.runGlobal({ verb, app: target, caller: input.caller.legacyid, ...(force !== undefined ? { force } : {}) });
+      // The caller's wallet signature of the command (query `timestamp` and `signature`) is checked by the
+      // peer network before anything runs here, and again by every node that receives it.
+      const { id, here } = await net.runGlobal({ verb, app: target, caller: input.caller.legacyid, timestamp: v.timestamp, signature: v.signature, ...(force !== undefined ? { force } : {}) }, async () => {
+        try {
+          return await local(input);
+        } catch (e) {
+          if (!(e instanceof ApiError) || e.code !== 404) throw e;
+          return { message: `Application ${v.appname} is not installed on this node` };
+        }
+      });
       const nodes = (await net.locations(app)).filter((l) => l.node !== net.nodeKey).length;
       const message = `Global ${verb} of ${app} sent to the ${nodes} other node(s) that run it`;
       if (here instanceof Reply && isStream(here.body)) {

@@ -30,10 +30,15 @@ export interface AppLocation {
 export interface GlobalCommand {
   id: string;
   verb: LifecycleVerb;
+  /** What the verb acts on: the app's name, or `component_app` for one component. */
   app: string;
-  /** The caller's wallet id, authorised by the sending node's session check. */
+  /** The caller's wallet id: the session of the node it called, and the signer of `signature`. */
   caller: string;
   force?: boolean;
+  /** When the caller signed the command (ms since the epoch). */
+  timestamp: number;
+  /** The caller's wallet signature of `globalCommandText` of this command (command-signatures.ts). */
+  signature: string;
   issuedAt: number;
   /** The sending node's node-list key and IP, signed by that key over its link key (membership nodelist). */
   sender?: { pubKey: string; ip: string; sig: string };
@@ -70,8 +75,12 @@ export interface PeerNetwork {
   on<T = unknown>(type: string, handler: (msg: PeerMessage<T>) => void): () => void;
   /** The nodes that run an app (from the running notices they broadcast). */
   locations(app: string): Promise<AppLocation[]>;
-  /** Send a global lifecycle command (the caller is already authorised on this node); answers its id. */
-  runGlobal(cmd: Omit<GlobalCommand, 'id' | 'issuedAt' | 'sender'>): string;
+  /**
+   * A global lifecycle command whose caller passed the route's session check here: its signature is checked
+   * (a 400 naming `signature` or `timestamp` when it does not hold), then `here` runs (this node's own part;
+   * when it throws, nothing is sent and the command may be sent again), then the command goes to the network.
+   */
+  runGlobal<T>(cmd: Omit<GlobalCommand, 'id' | 'issuedAt' | 'sender'>, here: () => Promise<T>): Promise<{ id: string; here: T }>;
   /** The nodes heard from by their running notices, with the place each announced (when it runs the apps plugin). */
   nodes(): Promise<{ node: string; ip: string; place: NodePlaceView | null; broadcastedAt: number }[]>;
   /** Outcomes of global commands reported back by the nodes that ran them. */
@@ -83,3 +92,11 @@ export interface PeerNetwork {
 }
 
 export const peerNetwork = createServiceRef<PeerNetwork>('peers');
+
+/**
+ * What the caller of a global command signs with its wallet: one field a line. `app` is the app's name,
+ * `target` what the verb acts on (the app's name again, or `component_app`), `force` false for the verbs
+ * without it, `timestamp` ms since the epoch on the caller's clock.
+ */
+export const globalCommandText = (c: { verb: string; app: string; force?: boolean; timestamp: number }) =>
+  `corenode global command\nverb: ${c.verb}\napp: ${c.app.includes('_') ? c.app.slice(c.app.indexOf('_') + 1) : c.app}\ntarget: ${c.app}\nforce: ${!!c.force}\ntimestamp: ${c.timestamp}`;

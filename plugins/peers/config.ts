@@ -11,7 +11,7 @@ export interface PeersConfig extends Omit<typeof DEFAULTS, 'minimums'> {
   /** Re-announce the apps this node runs this often (a location not re-announced for locationTtlMs is gone). */
   announceMs: number;
   locationTtlMs: number;
-  /** How long a global command stays valid after its origin signed it. */
+  /** How long a global command stays valid after its caller signed it (and how long a taken one is remembered). */
   globalCommandMaxAgeMs: number;
   /** Who may join: `nodelist` (nodes of the daemon's node list at their listed IP) or `open` (any key). */
   membership: 'nodelist' | 'open';

@@ -1,15 +1,18 @@
 /**
- * Global app commands (`appstop/<app>/true` and the other lifecycle verbs): the node the owner called
- * checked the caller's session itself (the route's level). It then broadcasts an `appcommand` signed with
- * its node key naming the verb, the app and the caller's id; the caller's session header never leaves it.
- * A node that runs the app carries the command out when, on its own records, that caller may run the verb:
- * the app's owner (its registered or installed owner) or a core-team id; a command older than
- * `maxAgeMs` is refused. The trust this needs (README: global commands) is that the sending node checked the
- * session: every command names its origin node, and each receiving node logs and reports it.
+ * Global app commands (`appstop/<app>/true` and the other lifecycle verbs). The caller signs the command
+ * with its wallet (command-signatures.ts: verb, app, target, force, timestamp) and sends the signature with
+ * the route's query; the node it called checks its session (the route's level) and the signature, runs its
+ * own part, then broadcasts an `appcommand` carrying the caller's signature, itself signed with the node's
+ * link key. Every node that runs the app checks, before it acts: the message's age, the sending node's
+ * origin proof (membership nodelist), then the caller's signature, that on its own records the caller may
+ * run the verb (the app's owner, its registered else installed one, or a core-team id), and that the
+ * command is not a replay. A listed peer, however trusted as a node, cannot act for an owner who did not
+ * sign that very command; the caller's session header never leaves the node it called.
  */
-import type { Log, NodeInfo } from '../../core/plugin-api.ts';
+import { ApiError, type Log, type NodeInfo } from '../../core/plugin-api.ts';
 import type { AppsService, LifecycleVerb } from '../apps/api.ts';
-import type { GlobalCommand, GlobalOutcome } from './api.ts';
+import { globalCommandText, type GlobalCommand, type GlobalOutcome } from './api.ts';
+import type { CommandSignatures } from './command-signatures.ts';
 import type { Membership } from './membership.ts';
 import type { PeerNode } from './protocol/node.ts';
 
@@ -26,6 +29,7 @@ export class GlobalCommands {
     private readonly log: Log,
     private readonly maxAgeMs: number,
     private readonly membership: Membership,
+    private readonly signatures: CommandSignatures,
   ) {
     this.offs.push(net.on('appcommand', (m) => void this.receive(m.payload as GlobalCommand, m.origin, m.sentAt)));
     this.offs.push(
@@ -40,13 +44,30 @@ export class GlobalCommands {
     for (const off of this.offs) off();
   }
 
-  /** Send a command the caller was authorised for here; answers its id (outcomes arrive as `appcommandresult`). */
-  send(cmd: Omit<GlobalCommand, 'id' | 'issuedAt'>): string {
+  /**
+   * A command whose caller passed the route's session check here (its owner or core-team level): refused
+   * with a 400 naming the field unless its signature holds; then `here` (this node's part) runs, and only
+   * when that did not throw does the command go out. Answers its id (outcomes arrive as `appcommandresult`).
+   */
+  async send<T>(cmd: Omit<GlobalCommand, 'id' | 'issuedAt' | 'sender'>, here: () => Promise<T>): Promise<{ id: string; here: T }> {
+    // The route's level already placed the caller among the app's owner and the core team on this node.
+    const taken = this.signatures.take(cmd, () => true);
+    if ('refused' in taken) {
+      const text = globalCommandText({ ...cmd, timestamp: Number.isInteger(cmd.timestamp) ? cmd.timestamp : 0 }).replace(/timestamp: 0$/, 'timestamp: <ms>');
+      throw new ApiError(400, 'BadRequest', `Global ${cmd.verb} of ${cmd.app} refused: ${taken.refused}. The query carries timestamp=<ms since the epoch> and signature=<${cmd.caller}'s wallet signature of ${JSON.stringify(text)}>`);
+    }
+    let result: T;
+    try {
+      result = await here();
+    } catch (e) {
+      this.signatures.release(taken.key);
+      throw e;
+    }
     // `sender`: which listed node sends it (its node key's statement about its link key), for every receiver.
     const sender = this.membership.originProof(this.net.key, this.net.cfg.ip);
     const full: GlobalCommand = { ...cmd, id: `${Date.now()}-${Math.random().toString(36).slice(2, 10)}`, issuedAt: Date.now(), ...(sender ? { sender } : {}) };
     this.net.broadcast('appcommand', full);
-    return full.id;
+    return { id: full.id, here: result };
   }
 
   private keep(o: GlobalOutcome) {
@@ -72,8 +93,8 @@ export class GlobalCommands {
     if (notListed) return answer(false, `command refused: ${notListed}`);
     const registered = await apps.registered(base).catch(() => null);
     const owner = registered?.specification.owner ?? installed.owner;
-    const allowed = c.caller === owner || this.node.coreTeam.includes(c.caller);
-    if (!allowed) return answer(false, `${c.caller} may not ${c.verb} ${c.app} on this node`);
+    const taken = this.signatures.take(c, (id) => id === owner || this.node.coreTeam.includes(id));
+    if ('refused' in taken) return answer(false, `command refused: ${taken.refused}`);
     try {
       const r = await apps.runVerb(c.verb, c.app, { force: !!c.force });
       answer(true, r);

@@ -7,10 +7,12 @@ import path from 'node:path';
 import { coreServices, definePlugin, optional, websocket, type Collection } from '../../core/plugin-api.ts';
 import { appsService, carriesRepoauth, REPOAUTH_IS_PUBLIC } from '../apps/api.ts';
 import { daemonControlService, daemonService } from '../daemon/api.ts';
+import { identityService } from '../identity/api.ts';
 import { readConf } from '../../lib/daemon-rpc/conf.ts';
 import { peerNetwork, type PeerNetwork } from './api.ts';
 import { Announcer } from './announce.ts';
 import { peerConfigSchema, protocolConfig, type PeersConfig } from './config.ts';
+import { CommandSignatures, type Remembered } from './command-signatures.ts';
 import { GlobalCommands } from './global.ts';
 import { makeHandlers, shortfalls } from './handlers.ts';
 import { Locations } from './locations.ts';
@@ -48,6 +50,8 @@ export default definePlugin({
     apps: optional(appsService),
     daemon: optional(daemonService),
     daemonControl: optional(daemonControlService),
+    // Wallet signatures of global commands; without the identity plugin every global command is refused.
+    identity: optional(identityService),
     node: coreServices.node,
     store: coreServices.store,
     clock: coreServices.clock,
@@ -142,7 +146,18 @@ export default definePlugin({
       net.broadcast(type, full);
     };
     const announcer = new Announcer(ctx.apps, ctx.events, notice, cfg.announceMs, ctx.log);
-    const global = new GlobalCommands(net, ctx.apps, ctx.node, ctx.log, cfg.globalCommandMaxAgeMs, membership);
+    const signatures = new CommandSignatures(
+      () => {
+        const id = ctx.identity();
+        return id ? (m, who, sig) => id.verifySignature(m, who, sig) : undefined;
+      },
+      cfg.globalCommandMaxAgeMs,
+      ctx.store('commands') as Collection<Remembered>,
+      () => Date.now(),
+      ctx.log,
+    );
+    await signatures.init();
+    const global = new GlobalCommands(net, ctx.apps, ctx.node, ctx.log, cfg.globalCommandMaxAgeMs, membership, signatures);
 
     const service: PeerNetwork = {
       get nodeKey() {
@@ -153,7 +168,7 @@ export default definePlugin({
         net.on(type, (m) => handler({ type: m.type, payload: m.payload as any, origin: m.origin, sentAt: m.sentAt })),
       locations: async (app) => locations.locations(app),
       nodes: async () => locations.nodes(),
-      runGlobal: (cmd) => global.send(cmd),
+      runGlobal: (cmd, here) => global.send(cmd, here),
       globalOutcomes: (id) => global.outcomes.filter((o) => o.id === id),
       links: () => [...net.outgoing(), ...net.incoming()].map((c) => ({ ip: c.ip, port: c.port, direction: c.direction, nodeKey: c.key })),
       shortfalls: () => shortfalls(net),
