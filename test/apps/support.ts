@@ -14,6 +14,7 @@ import { freePortIn } from '../support/ports.ts';
 import type { Regtest } from '../support/litecoind.ts';
 import { bitcoinWallet, type TestWallet } from '../support/wallets.ts';
 import { login } from '../support/wallets.ts';
+import { globalCommandText } from '../../plugins/peers/api.ts';
 
 
 export function hardNofile(): number {
@@ -189,6 +190,20 @@ export function v8Spec(owner: string, name: string, compose: unknown[]) {
 export async function signedMessage(signer: TestWallet, spec: Record<string, unknown>, type = 'coreappregister', timestamp = Date.now()) {
   const text = type + 1 + JSON.stringify(spec) + timestamp;
   return { type, version: 1, appSpecification: spec, timestamp, signature: await signer.sign(text) };
+}
+
+/**
+ * The caller's signature of a global lifecycle command (plugins/peers/README.md: global app commands):
+ * `target` is the app or `component_app`; `force` for appremove and redeploy.
+ */
+export async function signedCommand(signer: TestWallet, verb: string, target: string, force?: boolean, timestamp = Date.now()) {
+  return { timestamp, signature: await signer.sign(globalCommandText({ verb, app: target, force, timestamp })) };
+}
+
+/** The query string a global command carries: `?timestamp=…&signature=…`. */
+export async function globalQuery(signer: TestWallet, verb: string, target: string, force?: boolean, timestamp = Date.now()) {
+  const c = await signedCommand(signer, verb, target, force, timestamp);
+  return `?${new URLSearchParams({ timestamp: String(c.timestamp), signature: c.signature })}`;
 }
 
 /** Pay `coins` to `address` with the message hash in an OP_RETURN output; answers the txid. */

@@ -6,10 +6,11 @@
  * - an app registered on one node is a temporary message on all, and global on all after its payment;
  * - the three nodes that install it (nodes 0-2, each with its own dockerd: test/peers/extra-dockerd.ts)
  *   are its locations on every node;
- * - a global appstop sent to a node that does not run the app stops it on all three, as the owner, with no
- *   session header leaving the node the owner called; a command naming a caller who is not the owner is
- *   refused there, as is one from a listed peer that does not prove its origin is a listed node; a global
- *   appstart, redeploy and appremove reach all three the same way.
+ * - a global appstop sent to a node that does not run the app, signed by the owner, stops it on all three
+ *   with no session header leaving the node the owner called; a listed peer's appremove naming the owner
+ *   with no signature, another wallet's, a caller who is not the owner, or no origin proof is refused there,
+ *   as is its replay of the owner's real command, and the app runs on; a signed global appstart, redeploy
+ *   and appremove reach all three the same way.
  * Membership `nodelist`: the node list comes from the TEST-ONLY corenode RPC double in front of the
  * litecoind (test/node/doubles; every other call, the explorers' included, goes through to litecoind).
  */
@@ -20,7 +21,7 @@ import { ensureDocker, unmountUnder, type TestDocker } from '../support/docker.t
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { login } from '../support/wallets.ts';
 import { eventually } from '../support/wait.ts';
-import { component, freeAppPort, hardNofile, last, makeWallets, ndjson, pay, signedMessage, v8Spec, writePolicy } from '../apps/support.ts';
+import { component, freeAppPort, globalQuery, hardNofile, last, makeWallets, ndjson, pay, signedCommand, signedMessage, v8Spec, writePolicy } from '../apps/support.ts';
 import { generateKeys } from '../../plugins/peers/protocol/keys.ts';
 import { PeerNode } from '../../plugins/peers/protocol/node.ts';
 import { wsTransport } from '../../plugins/peers/ws-transport.ts';
@@ -204,32 +205,51 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     });
     await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'running on the three', timeoutMs: 180_000 });
 
-    // A listed peer naming a caller who does not own the app, and one whose command does not prove its
-    // origin: refused where the app runs.
+    // A listed peer (the test's own listed key) sends appremove naming the owner: with no signature, with a
+    // signature of another wallet, naming a caller who does not own the app (validly signed by it), and
+    // with no proof that its origin is a listed node. Refused where the app runs; it runs on (Docker).
     const { peer: rogue, keys } = await testPeer(25996);
     try {
       const results: any[] = [];
+      const heard: any[] = [];
       rogue.on('appcommandresult', (m) => results.push(m.payload));
+      rogue.on('appcommand', (m) => heard.push(m.payload));
       const sender = { pubKey: testKey.pubKey, ip: '127.0.0.1', sig: testKey.sign(originText(keys.publicKey, '127.0.0.1')) };
-      rogue.broadcast('appcommand', { id: 'rogue-1', verb: 'appstop', app: APP, caller: w.other.legacyid, issuedAt: Date.now(), sender });
-      rogue.broadcast('appcommand', { id: 'rogue-2', verb: 'appstop', app: APP, caller: w.owner.legacyid, issuedAt: Date.now() });
+      const remove = { verb: 'appremove', app: APP, force: true, issuedAt: Date.now(), sender };
+      rogue.broadcast('appcommand', { ...remove, id: 'rogue-unsigned', caller: w.owner.legacyid });
+      rogue.broadcast('appcommand', { ...remove, id: 'rogue-forged', caller: w.owner.legacyid, ...(await signedCommand(w.other, 'appremove', APP, true)) });
+      rogue.broadcast('appcommand', { ...remove, id: 'rogue-other', caller: w.other.legacyid, ...(await signedCommand(w.other, 'appremove', APP, true)) });
+      rogue.broadcast('appcommand', { ...remove, id: 'rogue-noorigin', caller: w.owner.legacyid, sender: undefined, ...(await signedCommand(w.owner, 'appremove', APP, true)) });
       const of = (id: string) => results.filter((r) => r.id === id);
-      await eventually(() => of('rogue-1').length === RUNNERS.length && of('rogue-2').length === RUNNERS.length, { what: 'the refusals of the three' });
-      assert.ok(of('rogue-1').every((r) => r.ok === false && /may not appstop/.test(r.message)), JSON.stringify(of('rogue-1')));
-      assert.ok(of('rogue-2').every((r) => r.ok === false && /no proof that its origin is a listed node/.test(r.message)), JSON.stringify(of('rogue-2')));
+      const refusals: Record<string, RegExp> = {
+        'rogue-unsigned': /timestamp: a global command carries the time it was signed/,
+        'rogue-forged': /signature: not .* signature of this command/,
+        'rogue-other': /may not appremove/,
+        'rogue-noorigin': /no proof that its origin is a listed node/,
+      };
+      await eventually(() => Object.keys(refusals).every((id) => of(id).length === RUNNERS.length), { what: 'the refusals of the three' });
+      for (const [id, re] of Object.entries(refusals)) assert.ok(of(id).every((r) => r.ok === false && re.test(r.message)), `${id}: ${JSON.stringify(of(id))}`);
+      assert.ok(await onAll((i) => running(`coreapi_${APP}`, i)));
+
+      // The owner, logged in on node 3 (which does not run the app), stops it everywhere, signing the command.
+      assert.equal((await n[3].get(`/apps/appstop/${APP}/true${await globalQuery(w.other, 'appstop', APP)}`, h[3].other)).json.data.code, 401);
+      assert.match((await n[3].get(`/apps/appstop/${APP}/true`, h[3].owner)).json.data.message, /refused: timestamp: /);
+      const answer = data(await n[3].get(`/apps/appstop/${APP}/true${await globalQuery(w.owner, 'appstop', APP)}`, h[3].owner));
+      assert.match(answer.message, /^Global appstop of peerglobal sent to the 3 other node\(s\) that run it$/);
+      await eventually(async () => onAll(async (i) => !(await running(`coreapi_${APP}`, i))), { what: 'stopped on the three', everyMs: 200 });
+      // And the core team starts it again the same way.
+      data(await n[4].get(`/apps/appstart/${APP}/true${await globalQuery(w.coreTeam, 'appstart', APP)}`, h[4].coreTeam));
+      await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'started again on the three', everyMs: 200 });
+
+      // The peer heard the owner's signed appstop; sent again, it is a replay everywhere: the app runs on.
+      const stop = await eventually(() => heard.find((c) => c.verb === 'appstop' && c.caller === w.owner.legacyid), { what: 'the owner’s appstop heard' });
+      rogue.broadcast('appcommand', { ...stop, id: 'rogue-replay', issuedAt: Date.now(), sender });
+      await eventually(() => of('rogue-replay').length === RUNNERS.length, { what: 'the replay refused by the three' });
+      assert.ok(of('rogue-replay').every((r) => r.ok === false && /already taken \(a replay\)/.test(r.message)), JSON.stringify(of('rogue-replay')));
       assert.ok(await onAll((i) => running(`coreapi_${APP}`, i)));
     } finally {
       rogue.stop();
     }
-
-    // The owner, logged in on node 3 (which does not run the app), stops it everywhere.
-    assert.equal((await n[3].get(`/apps/appstop/${APP}/true`, h[3].other)).json.data.code, 401);
-    const answer = data(await n[3].get(`/apps/appstop/${APP}/true`, h[3].owner));
-    assert.match(answer.message, /^Global appstop of peerglobal sent to the 3 other node\(s\) that run it$/);
-    await eventually(async () => onAll(async (i) => !(await running(`coreapi_${APP}`, i))), { what: 'stopped on the three', everyMs: 200 });
-    // And the core team starts it again the same way.
-    data(await n[4].get(`/apps/appstart/${APP}/true`, h[4].coreTeam));
-    await eventually(() => onAll((i) => running(`coreapi_${APP}`, i)), { what: 'started again on the three', everyMs: 200 });
   });
 
   it('a global redeploy and a global appremove reach every node that runs the app', async () => {
@@ -239,7 +259,7 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     const { peer: listener } = await testPeer(31995);
     const outcomes: any[] = [];
     listener.on('appcommandresult', (m) => outcomes.push(m.payload));
-    const r = data(await n[5].get(`/apps/redeploy/${APP}/false/true`, h[5].owner));
+    const r = data(await n[5].get(`/apps/redeploy/${APP}/false/true${await globalQuery(w.owner, 'redeploy', APP, false)}`, h[5].owner));
     assert.match(r.message, /^Global redeploy of peerglobal sent to the 3 other node\(s\) that run it$/);
     assert.match(r.here.message, /not installed on this node/);
     await eventually(
@@ -259,7 +279,7 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
 
     // Sent from a node that runs it: its own progress stream, whose first line says where the command went.
     assert.equal((await n[0].get(`/apps/appremove/${APP}/false/true`, h[0].other)).json.data.code, 401);
-    const lines = ndjson(await n[0].get(`/apps/appremove/${APP}/false/true`, h[0].owner));
+    const lines = ndjson(await n[0].get(`/apps/appremove/${APP}/false/true${await globalQuery(w.owner, 'appremove', APP, false)}`, h[0].owner));
     assert.deepEqual({ ...lines[0], commandId: typeof lines[0].commandId }, { status: 'global', message: 'Global appremove of peerglobal sent to the 2 other node(s) that run it', commandId: 'string' });
     assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
     await eventually(async () => onAll(async (i) => (await cliOf(i)(['ps', '-aq', '--filter', `name=coreapi_${APP}`])).trim() === ''), { what: 'removed on the three', everyMs: 300 });
