@@ -19,10 +19,10 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { ApiError } from '../../core/plugin-api.ts';
+import { DIR_FLAGS, READ_FLAGS, fdPath } from '../../lib/no-follow/walk.ts';
 
 const C = fs.constants;
-export const DIR_FLAGS = C.O_RDONLY | C.O_DIRECTORY | C.O_NOFOLLOW;
-export const READ_FLAGS = C.O_RDONLY | C.O_NOFOLLOW;
+export { DIR_FLAGS, READ_FLAGS };
 export const CREATE_FLAGS = C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW;
 
 /** Characters of one path component (facts 6.5). */
@@ -80,12 +80,12 @@ export class Dir {
   /** The path that names `name` inside this very folder (openat emulation). `name` never holds a `/`. */
   at(name: string): string {
     if (name.includes('/') || name === '' || name === '.' || name === '..' || name.includes('\0')) throw new PathRefused(`bad entry name`);
-    return `/proc/self/fd/${this.fh.fd}/${name}`;
+    return fdPath(this.fh.fd, name);
   }
 
   /** The folder itself as a path (for readdir). */
   self(): string {
-    return `/proc/self/fd/${this.fh.fd}`;
+    return fdPath(this.fh.fd);
   }
 
   display(name?: string): string {
