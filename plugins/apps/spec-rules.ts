@@ -41,10 +41,34 @@ function checkPath(field: string, p: string) {
   if (p.split('/').some((s) => s === '..' || s === '.')) throw new SpecError(field, `'${p}' must not contain '.' or '..'`);
 }
 
+/** Names at a volume root the node keeps for itself (the volumes plugin's staging folder is `.corenode-staging`). */
+const NODE_OWNED = /^\.corenode/i;
+
+/**
+ * The host side of an `m:`/`f:`/`c:`/`cf:` entry: one folder or file name at the root of a component's
+ * volume, bound as `<volume root>/<name>`. One path segment and nothing else: `.` would bind the volume root
+ * (its staging and backups), `..` the folder of every tenant's volume (measured: `m:..:/escape` gave the
+ * container all apps' `appdata`, read and write). Answers the name or throws naming the field.
+ */
+export function hostName(field: string, part: string, value: string): string {
+  const why =
+    value === '' ? 'is empty'
+    : value === '.' || value === '..' ? `is '${value}'`
+    : value.includes('/') ? "holds a '/'"
+    : value.includes('\0') ? 'holds NUL'
+    : value.length > 64 ? 'is longer than 64 characters'
+    : !/^[a-zA-Z0-9_.-]+$/.test(value) ? 'has a character outside [a-zA-Z0-9_.-]'
+    : NODE_OWNED.test(value) ? "starts with '.corenode' (the node's own folders)"
+    : null;
+  if (why) throw new SpecError(field, `'${part}': the host name '${value}' ${why}; it must be one folder or file name inside the component's volume`);
+  return value;
+}
+
 /**
  * containerData: `|`-separated; the first is the primary `[flags:]<abs path>` (flags of r, g, s), then
  * `m:<subdir>:<path>`, `f:<file>:<path>`, `<n>:<path>`, `c:<n>:<subdir>:<path>`, `cf:<n>:<file>:<path>`
- * where n names an earlier component by index.
+ * where n names an earlier component by index. Every spec check (registration, update, install, test install,
+ * redeploy) and every container the node creates (Engine.binds) parse it here.
  */
 export function parseContainerData(value: string, field: string, index: number): ContainerMount[] {
   if (!value) return [];
@@ -54,7 +78,6 @@ export function parseContainerData(value: string, field: string, index: number):
   if (!primary) throw new SpecError(field, `the first entry '${parts[0]}' must be [flags:]/absolute/path with flags r, g or s`);
   checkPath(field, primary[2]);
   out.push({ kind: 'primary', flags: primary[1] ?? '', path: primary[2] });
-  const name = /^[a-zA-Z0-9_.-]{1,64}$/;
   const ref = (n: string) => {
     const k = Number(n);
     if (!Number.isInteger(k) || k < 0 || k >= index) throw new SpecError(field, `component ${n} must name an earlier component by its index`);
@@ -62,11 +85,12 @@ export function parseContainerData(value: string, field: string, index: number):
   };
   for (const part of parts.slice(1)) {
     const f = part.split(':');
-    if (f[0] === 'm' && f.length === 3 && name.test(f[1])) out.push({ kind: 'dir', sub: f[1], path: f[2] });
-    else if (f[0] === 'f' && f.length === 3 && name.test(f[1])) out.push({ kind: 'file', sub: f[1], path: f[2] });
+    const sub = (k: number) => hostName(field, part, f[k]);
+    if (f[0] === 'm' && f.length === 3) out.push({ kind: 'dir', sub: sub(1), path: f[2] });
+    else if (f[0] === 'f' && f.length === 3) out.push({ kind: 'file', sub: sub(1), path: f[2] });
     else if (/^\d+$/.test(f[0]) && f.length === 2) out.push({ kind: 'primary-of', component: ref(f[0]), path: f[1] });
-    else if (f[0] === 'c' && f.length === 4 && name.test(f[2])) out.push({ kind: 'dir', component: ref(f[1]), sub: f[2], path: f[3] });
-    else if (f[0] === 'cf' && f.length === 4 && name.test(f[2])) out.push({ kind: 'file', component: ref(f[1]), sub: f[2], path: f[3] });
+    else if (f[0] === 'c' && f.length === 4) out.push({ kind: 'dir', component: ref(f[1]), sub: sub(2), path: f[3] });
+    else if (f[0] === 'cf' && f.length === 4) out.push({ kind: 'file', component: ref(f[1]), sub: sub(2), path: f[3] });
     else throw new SpecError(field, `'${part}' is not one of m:<dir>:<path>, f:<file>:<path>, <n>:<path>, c:<n>:<dir>:<path>, cf:<n>:<file>:<path>`);
     checkPath(field, out[out.length - 1].path);
   }
