@@ -19,6 +19,11 @@ export interface AppComponentView {
   mountpoint: string;
   /** Whether the volume is mounted now (never read or share the folder of an unmounted volume). */
   mounted: boolean;
+  /**
+   * Names at the volume root the node binds into containers (`appdata`, the `m:`/`f:` names): Docker follows
+   * links in them, so no file operation may move, rename, remove or replace them.
+   */
+  mountRoots: string[];
 }
 
 export interface InstalledAppView {

@@ -7,6 +7,7 @@ import http from 'node:http';
 import { Module, createRequire } from 'node:module';
 import path from 'node:path';
 import { LABEL_APP, LABEL_MANAGED, MANAGED_FILTER, appFilter, containerName, labelsFor, networkName } from './names.ts';
+import { checkBindSources, MountRefused } from './bind-check.ts';
 import { parseContainerData } from './spec-rules.ts';
 import type { AppSpec, Component } from './spec.ts';
 import type { Volumes } from './volumes.ts';
@@ -57,6 +58,8 @@ function loadDockerode(): typeof Docker {
 
 export class Engine {
   #docker?: Docker;
+  /** Told of every create or start the bind check refused (the plugin records it as tampering). */
+  onMountRefused: (e: MountRefused) => void = () => {};
 
   constructor(
     readonly o: EngineOptions,
@@ -186,9 +189,38 @@ export class Engine {
     });
   }
 
+  /** The bind check (bind-check.ts) of `binds`, every refusal reported. */
+  private async checkBinds(container: string, binds: string[], when: 'create' | 'start'): Promise<void> {
+    try {
+      await checkBindSources(this.volumes, container, binds, when);
+    } catch (e) {
+      if (e instanceof MountRefused) this.onMountRefused(e);
+      throw e;
+    }
+  }
+
+  /**
+   * Start a container the node made, after the bind check of the sources Docker holds for it (what Docker
+   * will mount, whatever spec made it). Every start of an app's container goes through here or restart().
+   */
+  async start(name: string): Promise<void> {
+    const info = await this.docker.getContainer(name).inspect();
+    await this.checkBinds(name, info.HostConfig?.Binds ?? [], 'start');
+    await this.docker.getContainer(name).start();
+  }
+
+  /** Restart (Docker mounts the sources again): the bind check first, as start(). */
+  async restart(name: string): Promise<void> {
+    const info = await this.docker.getContainer(name).inspect();
+    await this.checkBinds(name, info.HostConfig?.Binds ?? [], 'start');
+    await this.docker.getContainer(name).restart({ t: 10 });
+  }
+
   async createContainer(app: string, spec: AppSpec, i: number, hash: string) {
     const c: Component = spec.components[i];
     const name = containerName(app, c.name, spec.version);
+    const binds = this.binds(app, spec, i);
+    await this.checkBinds(name, binds, 'create');
     const exposed: Record<string, {}> = {};
     const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
     c.containerPorts.forEach((cp, j) => {
@@ -216,7 +248,7 @@ export class Engine {
         ExtraHosts: ['corenode.service:169.254.43.43'],
         LogConfig: { Type: 'json-file', Config: { 'max-size': '20m', 'max-file': '1' } },
         PortBindings: bindings,
-        Binds: this.binds(app, spec, i),
+        Binds: binds,
         NetworkMode: networkName(app),
       },
     });

@@ -233,9 +233,9 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       }, stepFailure(spec.name));
     },
 
-    appstart: verbs('started', (n) => engine.container(n).start().catch(ignoreNotRunning), 'running', false),
+    appstart: verbs('started', (n) => engine.start(n).catch(ignoreNotRunning), 'running', false),
     appstop: verbs('stopped', (n) => engine.container(n).stop({ t: 10 }).catch(ignoreNotRunning), 'stopped', true),
-    apprestart: verbs('restarted', (n) => engine.container(n).restart({ t: 10 }), 'running', false),
+    apprestart: verbs('restarted', (n) => engine.restart(n), 'running', false),
     appkill: verbs('killed', (n) => engine.container(n).kill().catch(ignoreNotRunning), 'stopped', true),
     appremove: async (input) => {
       const appname: string = input.values.appname;

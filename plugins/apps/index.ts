@@ -9,6 +9,7 @@ import { daemonService } from '../daemon/api.ts';
 import { explorerPayments } from '../explorer/api.ts';
 import { identityService } from '../identity/api.ts';
 import { Engine } from './engine.ts';
+import { mountRoots } from './bind-check.ts';
 import { Guard, type AbuseRules } from './guard.ts';
 import { Monitor } from './monitor.ts';
 import { locations, type NodePlace } from './placement.ts';
@@ -21,7 +22,7 @@ import { priceOf, type PriceConfig } from './pricing.ts';
 import { Reconciler } from './reconciler.ts';
 import { Registry } from './registry.ts';
 import { checkSpecification } from './spec-rules.ts';
-import { Volumes } from './volumes.ts';
+import { checkVolumeFolders, Volumes } from './volumes.ts';
 import { Updater } from './updates.ts';
 import { redactSpec, Secrets } from './secrets.ts';
 import { purgeRepoauth } from './repoauth.ts';
@@ -203,6 +204,7 @@ export default definePlugin({
     const price = (raw: Record<string, any>) => priceOf(checkSpecification(raw, rules()), cfg.price).satoshis;
 
     const volumes = new Volumes(cfg.volumesDir || path.join(base, 'volumes'), cfg.appsDir || path.join(base, 'mounts'));
+    checkVolumeFolders(ctx.node.dataDir, { volumesDir: volumes.volumesDir, appsDir: volumes.appsDir });
     const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile }, volumes, secrets);
     const installed = ctx.store('installed') as Collection<InstalledApp>;
     await installed.ensureIndex({ fieldName: 'name', unique: true });
@@ -234,6 +236,14 @@ export default definePlugin({
     const tampering = new TamperingLog(ctx.store('tampering') as Collection<TamperingEvent>, () => ctx.clock.now());
     await tampering.init();
     const guard = new Guard(engine, installer, tampering, monitor, cfg.guard, emit, () => ctx.clock.now(), ctx.log);
+    // A start the bind check refused is tampering: the owner put a link (or worse) where a mount source is.
+    engine.onMountRefused = (e) =>
+      void (async () => {
+        for (const rec of await installed.find({})) {
+          const comp = rec.components.find((c) => c.container === e.container);
+          if (comp) await guard.report(rec, comp, 'mount_refused', e.message);
+        }
+      })().catch((err) => ctx.log.warn({ err: (err as Error).message }, 'apps: recording a refused mount failed'));
     const reconciler = new Reconciler(engine, installer, () => ctx.clock.now(), ctx.log, guard);
     try {
       const n = await reconciler.adopt();
@@ -263,8 +273,17 @@ export default definePlugin({
       installedAt: r.installedAt,
       specification: redactSpec(r.appSpecification),
       components: r.components.map((c) => {
-        const spec = normalise(r.appSpecification).components.find((x) => x.name === c.name);
-        return { name: c.name, container: c.container, desired: c.desired, containerData: spec?.containerData ?? '', mountpoint: volumes.mountpoint(c.container), mounted: volumes.isMounted(c.container) };
+        const spec = normalise(r.appSpecification);
+        const i = spec.components.findIndex((x) => x.name === c.name);
+        return {
+          name: c.name,
+          container: c.container,
+          desired: c.desired,
+          containerData: spec.components[i]?.containerData ?? '',
+          mountpoint: volumes.mountpoint(c.container),
+          mounted: volumes.isMounted(c.container),
+          mountRoots: i < 0 ? ['appdata'] : mountRoots(spec, i),
+        };
       }),
     });
     const component = async (app: string, name: string) => {
@@ -291,7 +310,7 @@ export default definePlugin({
       startComponent: async (app, name) => {
         const c = await component(app, name);
         await installer.setDesired(app, [name], 'running');
-        await engine.container(c.container).start().catch(ignoreNotRunning);
+        await engine.start(c.container).catch(ignoreNotRunning);
       },
       runVerb: verbRunner(local as Record<string, PlainHandler>),
       place: async () => locations(cfg.node, cfg.nodeHostIp, await installer.store.find({})).node,

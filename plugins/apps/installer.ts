@@ -156,7 +156,7 @@ export class Installer {
       for (const c of spec.components) {
         component = c.name;
         const name = containerName(app, c.name, spec.version);
-        await this.engine.container(name).start();
+        await this.engine.start(name);
         progress({ step, component: c.name, status: `Container ${name} started` });
       }
       component = undefined;
@@ -228,7 +228,7 @@ export class Installer {
     }
     await this.engine.ensureNetwork(app);
     await this.engine.createContainer(app, spec, i, hash);
-    await this.engine.container(container).start();
+    await this.engine.start(container);
     progress({ step: 'start', component: c.name, status: `Container ${container} started` });
     // A redeploy may pull a newer image under the same tag: that image is the installed one from now on
     // (the tampering checks compare against it).

@@ -97,7 +97,7 @@ export class Reconciler extends PeriodicWork {
             await this.recreate(rec, comp.name);
             this.stats.recreated++;
           } else {
-            await this.engine.container(comp.container).start();
+            await this.engine.start(comp.container);
           }
           this.stats.starts++;
           this.log.info({ container: comp.container, attempt: t.attempts }, 'apps: component was not running; started');
@@ -119,6 +119,6 @@ export class Reconciler extends PeriodicWork {
     if (!(await this.engine.hasImage(spec.components[i].repotag))) await this.engine.pull(spec.components[i].repotag, spec.components[i].repoauth, () => {});
     await this.engine.volumes.create(comp.container, spec.components[i].hdd);
     await this.engine.createContainer(rec.name, spec, i, rec.hash);
-    await this.engine.container(comp.container).start();
+    await this.engine.start(comp.container);
   }
 }

@@ -47,8 +47,8 @@ const NODE_OWNED = /^\.corenode/i;
 /**
  * The host side of an `m:`/`f:`/`c:`/`cf:` entry: one folder or file name at the root of a component's
  * volume, bound as `<volume root>/<name>`. One path segment and nothing else: `.` would bind the volume root
- * (its staging and backups), `..` the folder of every tenant's volume (measured: `m:..:/escape` gave the
- * container all apps' `appdata`, read and write). Answers the name or throws naming the field.
+ * (its staging and backups), `..` the folder of every tenant's volume (`m:..:/escape` gave the container
+ * every app's `appdata`, read and write). Answers the name or throws naming the field.
  */
 export function hostName(field: string, part: string, value: string): string {
   const why =

@@ -6,7 +6,7 @@
  */
 import type { Collection } from '../../core/plugin-api.ts';
 
-export const TAMPERING_KINDS = ['image_digest_changed', 'container_vanished', 'volume_missing', 'mount_vanished', 'network_detached'] as const;
+export const TAMPERING_KINDS = ['image_digest_changed', 'container_vanished', 'volume_missing', 'mount_vanished', 'network_detached', 'mount_refused'] as const;
 export type TamperingKind = (typeof TAMPERING_KINDS)[number];
 export const TAMPERING_KEEP_MS = 30 * 24 * 3600_000;
 const HOUR = 3600_000;

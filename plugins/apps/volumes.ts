@@ -7,8 +7,32 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { mkdirAt } from '../../lib/no-follow/walk.ts';
 
 const run = promisify(execFile);
+
+/**
+ * Refuse folders for the volumes (`apps.appsDir`, `apps.volumesDir`) that hold the node's secrets: the data
+ * folder itself or any folder above it, or a folder of the node's own keys (`apps/` holds `secret.key`,
+ * `peers/` `node-key.pem`, `node/` the PGP key) or one above it. Apps are given folders under `appsDir`
+ * (`<appsDir>/<container>/<name>`); none of the node's secrets may live under a folder an app can be given.
+ * Throws naming the key; the defaults (`<dataDir>/apps/volumes`, `<dataDir>/apps/mounts`) pass.
+ */
+export function checkVolumeFolders(dataDir: string, folders: Record<string, string>): void {
+  const real = (p: string) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  const secrets = [dataDir, path.join(dataDir, 'apps'), path.join(dataDir, 'peers'), path.join(dataDir, 'node')].map(real);
+  for (const [key, dir] of Object.entries(folders)) {
+    const d = real(dir);
+    const held = secrets.find((s) => s === d || s.startsWith(d.endsWith('/') ? d : `${d}/`));
+    if (held) throw new Error(`apps.${key} (${dir}) must not be ${held} or a folder above it: the node's data and secret keys live there, and apps are given folders under it; give the volumes a folder of their own`);
+  }
+}
 
 export class Volumes {
   constructor(
@@ -42,7 +66,9 @@ export class Volumes {
       await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', file]);
     }
     await this.mount(container);
-    await fs.promises.mkdir(path.join(mp, 'appdata'), { recursive: true });
+    // Through the root's descriptor: an `appdata` that is a link (bind-check.ts refuses to start it) is left
+    // as it is, never followed to make a folder where it points.
+    await mkdirAt(mp, 'appdata');
     return mp;
   }
 
@@ -70,6 +96,6 @@ export class Volumes {
   async wipe(container: string): Promise<void> {
     const mp = this.mountpoint(container);
     for (const e of await fs.promises.readdir(mp)) if (e !== 'lost+found') await fs.promises.rm(path.join(mp, e), { recursive: true, force: true });
-    await fs.promises.mkdir(path.join(mp, 'appdata'), { recursive: true });
+    await mkdirAt(mp, 'appdata');
   }
 }
