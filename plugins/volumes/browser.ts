@@ -10,7 +10,7 @@ import { packStream, packToFile, type ExtractLimits } from './archive.ts';
 import { extractUnprivileged } from './extract-run.ts';
 import { sendFile } from './download.ts';
 import { parseName, PathRefused, withDir, walkError, type Dir } from './safe-path.ts';
-import { STAGING, volumeOf, volumePath } from './target.ts';
+import { keepMountRoots, STAGING, volumeOf, volumePath } from './target.ts';
 import { copyTree, listInfo, removeTree } from './tree.ts';
 
 export interface BrowserDeps {
@@ -59,7 +59,10 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
       const parts = volumePath(vals(i).oldpath, 'oldpath');
       const newname = parseName(vals(i).newname, 'newname');
       if (parts.length === 1 && newname === STAGING) throw new PathRefused(`newname: ${STAGING} is the node's own folder`);
-      const { root } = await target(i);
+      const t = await target(i);
+      keepMountRoots(t, parts, 'oldpath');
+      keepMountRoots(t, [...parts.slice(0, -1), newname], 'newname');
+      const { root } = t;
       const { dir, name } = await root.parentOf(parts);
       return withDir(dir, async () => {
         if (!(await dir.lstat(name))) throw new ApiError(404, 'NotFound', `${dir.display(name)} does not exist`);
@@ -72,7 +75,9 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
     },
     removeobject: async (i) => {
       const parts = volumePath(vals(i).object, 'object');
-      const { root } = await target(i);
+      const t = await target(i);
+      keepMountRoots(t, parts, 'object');
+      const { root } = t;
       const { dir, name } = await root.parentOf(parts);
       return withDir(dir, async () => {
         await removeTree(dir, name);
@@ -113,7 +118,10 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
     // --- operations: run in the host's queue; a thrown ApiError is the Failed poll's problem ---
     moveobject: async (i) => {
       const [src, dst] = [volumePath(vals(i).source, 'source'), volumePath(vals(i).target, 'target')];
-      const { root } = await target(i);
+      const t = await target(i);
+      keepMountRoots(t, src, 'source');
+      keepMountRoots(t, dst, 'target');
+      const { root } = t;
       const a = await root.parentOf(src);
       try {
         const b = await root.parentOf(dst);
@@ -135,7 +143,9 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
     copyobject: async (i) => {
       const [src, dst] = [volumePath(vals(i).source, 'source'), volumePath(vals(i).target, 'target')];
       if (dst.length > src.length && src.every((p, k) => dst[k] === p)) throw new PathRefused('target is inside source');
-      const { root } = await target(i);
+      const t = await target(i);
+      keepMountRoots(t, dst, 'target');
+      const { root } = t;
       const a = await root.parentOf(src);
       try {
         const b = await root.parentOf(dst);
@@ -162,7 +172,9 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
       const entries = (vals(i).entries as unknown[]).map((e, k) => parseName(e, `entries[${k}]`));
       const dst = volumePath(vals(i).target, 'target');
       if (!dst[dst.length - 1].endsWith('.tar.gz')) throw new PathRefused('target must end with .tar.gz');
-      const { root } = await target(i);
+      const t = await target(i);
+      keepMountRoots(t, dst, 'target');
+      const { root } = t;
       const dir = await root.walk(folder);
       try {
         for (const e of entries) if (!(await dir.lstat(e))) throw new ApiError(404, 'NotFound', `${dir.display(e)} does not exist`);
@@ -203,7 +215,10 @@ export function browserHandlers(d: BrowserDeps): Record<string, Handler> {
             const dest = await t.root.walk(dst, { create: true });
             try {
               const names = await stage.list();
-              for (const n of names) if (await dest.lstat(n)) throw new ApiError(409, 'Exists', `${dest.display(n)} already exists; nothing was extracted`);
+              for (const n of names) {
+                keepMountRoots(t, [...dst, n], 'target');
+                if (await dest.lstat(n)) throw new ApiError(409, 'Exists', `${dest.display(n)} already exists; nothing was extracted`);
+              }
               i.checkpoint();
               for (const n of names) await fs.promises.rename(stage.at(n), dest.at(n));
               return { message: `Extracted ${src.join('/')} into ${dst.join('/') || '/'}`, ...stats };

@@ -48,6 +48,17 @@ export function volumePath(value: unknown, what: string, opts: { allowRoot?: boo
   return parts;
 }
 
+/**
+ * Refuse a file operation that would move, rename, remove or replace a mount root of the component (`appdata`
+ * and the `m:`/`f:` names, the apps service's `mountRoots`): Docker follows a link put in their place when it
+ * starts the container (plugins/apps/bind-check.ts). Every operation that changes an entry at a path passes
+ * that path here; reading, listing and what happens inside these folders stay open.
+ */
+export function keepMountRoots(t: VolumeTarget, parts: string[], what: string): void {
+  if (parts.length === 1 && t.component.mountRoots.includes(parts[0]))
+    throw new PathRefused(`${what}: ${parts[0]} is mounted into the app's containers; it cannot be moved, renamed, removed or replaced`);
+}
+
 export const backupFileName = (component: string) => `backup_${component}.tar.gz`;
 
 /** `<type>/backup_<component>.tar.gz`, the only form a backup file is named by. */
