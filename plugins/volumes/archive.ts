@@ -8,8 +8,8 @@
  * every file is opened O_NOFOLLOW from its parent folder's descriptor.
  *
  * Extraction refuses the whole archive (nothing of it is kept by the callers: they extract into staging) on
- * any entry that is absolute or has a `..` component, a symbolic link whose target is absolute or leaves the
- * target folder, a hard link to anything but a regular file already extracted inside it, a device, FIFO or
+ * any entry that is absolute or has a `..` component, a symbolic link whose target is absolute or that,
+ * once every entry is in place, resolves outside the target folder (linksStayInside), a hard link to anything but a regular file already extracted inside it, a device, FIFO or
  * unknown type, more than `maxEntries` entries, or more than `maxBytes` of file data (archive bombs).
  */
 import fs from 'node:fs';
@@ -183,7 +183,10 @@ export function entryParts(name: string): string[] {
   return parts;
 }
 
-/** Where a symbolic link in `parts` would point, inside the target; refused when absolute or outside. */
+/**
+ * A link entry on its own: refused at once when its target is empty, absolute, or leaves the target by its
+ * names alone. Passing here is not enough: see linksStayInside.
+ */
 function checkSymlink(parts: string[], linkname: string): void {
   if (!linkname || linkname.includes('\0')) throw new ArchiveRefused(`link ${parts.join('/')} has an empty target`);
   if (linkname.startsWith('/')) throw new ArchiveRefused(`link ${parts.join('/')} points to an absolute path (${linkname.slice(0, 200)})`);
@@ -206,6 +209,7 @@ export async function extractInto(
   const record = (parts: string[], h: any) => opts.onOwner?.(parts, Number(h.uid) || 0, Number(h.gid) || 0);
   const stats: ExtractStats = { entries: 0, bytes: 0 };
   const dirs: { parts: string[]; mode: number; mtime?: Date; uid: number; gid: number }[] = [];
+  const links: string[][] = [];
   // The folder of the previous entry stays open: archives list a folder's files together.
   let cache: { key: string; dir: Dir } | null = null;
   const parentOf = async (parts: string[], create: boolean): Promise<Dir> => {
@@ -277,6 +281,7 @@ export async function extractInto(
         const parent = await parentOf(parts, true);
         await replaceable(parent, name, parts);
         await fs.promises.symlink(h.linkname, parent.at(name));
+        links.push(parts);
         if (chown) await fs.promises.lchown(parent.at(name), h.uid ?? 0, h.gid ?? 0).catch(() => undefined);
         record(parts, h);
         stream.resume();
@@ -317,6 +322,7 @@ export async function extractInto(
   } finally {
     if (cache) await (cache as { dir: Dir }).dir.close();
   }
+  await linksStayInside(target, links);
   // Folder modes last: a read-only folder would have refused its own files.
   for (const d of dirs.reverse()) {
     const dir = await target.root.walk([...target.rel, ...d.parts]).catch(() => null);
@@ -330,6 +336,69 @@ export async function extractInto(
     }
   }
   return stats;
+}
+
+/** Links followed while resolving one link before it counts as a loop (the kernel's limit, 40). */
+const MAX_HOPS = 40;
+
+/**
+ * Every link of the archive, judged once every entry is in place, by where it resolves on disk: each of its
+ * target's components is looked up in the extracted tree (by descriptor, never followed by the kernel), a
+ * link met on the way is resolved in turn, and a `..` that would climb above the target refuses the whole
+ * archive. Judging each link on its own names is not enough: `s1 -> s0/..` looks inside, but with
+ * `s0 -> .` (also inside) it is the target's parent, and a chain `sN -> s(N-1)/..` reaches `/`. Judging at
+ * the end rather than at each entry: a later entry may replace a link or make a missing name exist, which
+ * changes where an earlier link resolves. A name that does not exist is judged by its name (`..` climbs).
+ */
+async function linksStayInside(target: Dir, links: string[][]): Promise<void> {
+  for (const parts of links) {
+    const where = await resolveLink(target, parts);
+    if (where) throw new ArchiveRefused(`link ${parts.join('/')} ${where}; links must resolve inside the target`);
+  }
+}
+
+/** Why the link at `parts` (relative to the target) resolves outside it, or null when it stays inside. */
+async function resolveLink(target: Dir, parts: string[]): Promise<string | null> {
+  const cur = parts.slice(0, -1); // a folder of the extracted tree, reached without links
+  let pending: string[] = [parts[parts.length - 1]];
+  let first = true;
+  let hops = 0;
+  let missing = false;
+  while (pending.length) {
+    const c = pending.shift()!;
+    if (c === '' || c === '.') continue;
+    if (c === '..') {
+      if (!cur.length) return 'resolves above the target (through ..)';
+      cur.pop();
+      continue;
+    }
+    if (missing) {
+      cur.push(c);
+      continue;
+    }
+    const dir = await target.root.walk([...target.rel, ...cur]).catch(() => null);
+    if (!dir) return `could not be followed (${cur.join('/')})`;
+    try {
+      const st = await dir.lstat(c);
+      if (!st) {
+        missing = true;
+        cur.push(c);
+      } else if (st.isSymbolicLink()) {
+        if (!first && ++hops > MAX_HOPS) return 'is a loop of links';
+        const to = await fs.promises.readlink(dir.at(c));
+        if (to.startsWith('/')) return `goes through a link to an absolute path (${to.slice(0, 200)})`;
+        pending = [...to.split('/'), ...pending];
+      } else if (st.isDirectory()) {
+        cur.push(c);
+      } else if (pending.some((p) => p !== '' && p !== '.')) {
+        return null; // a file with more to walk: the kernel stops here (ENOTDIR), it resolves nowhere
+      } else cur.push(c);
+    } finally {
+      await dir.close();
+    }
+    first = false;
+  }
+  return null;
 }
 
 /** A later entry of the same name replaces a file or link; never a folder. */
