@@ -50,6 +50,11 @@ export interface TenantNodeOptions {
   nofile?: number;
   /** Called with the empty data folder before the process starts (records an older node left, say). */
   seed?: (dataDir: string) => void | Promise<void>;
+  /**
+   * The data folder of an earlier node of this harness, stopped with `keepData`: the node starts again on it
+   * (its stores, keys, volumes and the Docker containers it made), as after a restart or an upgrade.
+   */
+  dataDir?: string;
 }
 
 export interface TenantNode extends Client {
@@ -72,11 +77,11 @@ export interface TenantNode extends Client {
 export const TENANT_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers'];
 
 export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode> {
-  const dir = tmp('tenants');
+  const dir = o.dataDir ? path.dirname(o.dataDir) : tmp('tenants');
   const dataDir = path.join(dir, 'data');
   const manifests = path.join(dir, 'manifests');
-  fs.mkdirSync(dataDir);
-  fs.mkdirSync(manifests);
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(manifests, { recursive: true });
   const plugins = o.plugins ?? TENANT_PLUGINS;
   for (const p of new Set(['host', 'node', ...plugins])) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(manifests, `${p}.yaml`));
   const policyFile = path.join(dir, 'policy-source.json');
@@ -158,10 +163,9 @@ export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode>
     },
   };
   try {
-    await until('the node answering /core/version', async () => {
-      if (gone) throw new Error(`the node exited at start:\n${out.slice(-4000)}`);
-      return (await node.get('/core/version').catch(() => null))?.status === 200;
-    });
+    // A node that exits at start (a refused config) ends the wait at once, with what it wrote.
+    await until('the node answering /core/version', async () => gone || (await node.get('/core/version').catch(() => null))?.status === 200);
+    if (gone) throw new Error(`the node exited at start:\n${out.slice(-4000)}`);
     for (const k of Object.keys(o.wallets) as (keyof TenantWallets)[]) node.headers[k] = { legacyidauth: (await login(node, o.wallets[k])).header };
   } catch (e) {
     await node.stop();
@@ -181,3 +185,15 @@ export async function registerAndPay(node: TenantNode, ltc: Regtest, registryAdd
 
 /** The status of an answer and its error envelope's message, for assertions that print what came back. */
 export const said = (a: Answer) => `${a.status} ${a.text.slice(0, 400)}`;
+
+/**
+ * Remove from the test dockerd the containers and networks of `apps` (a node's stop leaves them, as a node
+ * restart must): test files that share a dockerd in one run then never meet each other's containers.
+ */
+export async function removeFromDocker(docker: TestDocker, apps: string[]): Promise<void> {
+  for (const app of apps) {
+    const ids = (await docker.cli(['ps', '-aq', '--filter', `label=corenode.app=${app}`]).catch(() => '')).split('\n').filter(Boolean);
+    if (ids.length) await docker.cli(['rm', '-f', ...ids]).catch(() => '');
+    await docker.cli(['network', 'rm', `coreDockerNetwork_${app}`]).catch(() => '');
+  }
+}
