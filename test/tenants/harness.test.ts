@@ -8,7 +8,7 @@ import path from 'node:path';
 import { ensureDocker, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts';
-import { freeTenantPort, registerAndPay, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 describe('tenants: the harness (two owners on one node process)', function () {
   this.timeout(240_000);
@@ -25,6 +25,7 @@ describe('tenants: the harness (two owners on one node process)', function () {
     node = await startTenantNode({ docker, ltc, registryAddress, wallets: w });
   });
   after(async () => {
+    if (docker) await removeFromDocker(docker, ['tenanta', 'tenantb']);
     await node?.stop();
     await ltc?.stop();
   });
