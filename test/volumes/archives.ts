@@ -59,6 +59,11 @@ export async function hostileArchives(marker: string): Promise<{ why: string; da
     { why: 'symlink to /etc, then a file through it', data: await tgz([{ name: 'l', type: 'symlink', linkname: '/etc' }, { name: `l/${marker}-through`, body: 'pwned' }]) },
     { why: 'relative symlink out, then a file through it', data: await tgz([{ name: 'd/l', type: 'symlink', linkname: '../../../../../../tmp' }, { name: `d/l/${marker}-rel`, body: 'pwned' }]) },
     { why: 'symlink inside, then a file through it (allowed link, refused walk)', data: await tgz([{ name: 'sub/', type: 'directory' }, { name: 'in', type: 'symlink', linkname: 'sub' }, { name: `in/${marker}-in`, body: 'x' }]) },
+    {
+      why: 'a chain of links each inside on its own (s0 -> ., sK -> s(K-1)/..) resolving to /',
+      data: await tgz([{ name: 's0', type: 'symlink', linkname: '.' }, ...Array.from({ length: 16 }, (_, k) => ({ name: `s${k + 1}`, type: 'symlink' as const, linkname: `s${k}/..` }))]),
+    },
+    { why: 'a link through a name an entry makes later (a -> b/.., then b -> .)', data: await tgz([{ name: 'a', type: 'symlink', linkname: 'b/..' }, { name: 'b', type: 'symlink', linkname: '.' }]) },
     { why: 'hard link to /etc/passwd', data: await tgz([{ name: 'h', type: 'link', linkname: '/etc/passwd' }]) },
     { why: 'hard link with ..', data: await tgz([{ name: 'h', type: 'link', linkname: '../../../../etc/passwd' }]) },
     { why: 'hard link to a file not extracted', data: await tgz([{ name: 'h', type: 'link', linkname: 'nothere' }]) },
