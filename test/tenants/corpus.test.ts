@@ -20,7 +20,7 @@ import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import type { Answer } from '../support/node.ts';
 import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts';
 import { hostileArchives, tgz } from '../volumes/archives.ts';
-import { freeTenantPort, registerAndPay, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 const ALL_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers', 'filesync', 'benchmark'];
 const MARKER = `corpus${crypto.randomBytes(4).toString('hex')}`;
@@ -109,6 +109,7 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
   });
   after(async () => {
     await node?.stop();
+    if (docker) await removeFromDocker(docker, ['victim', 'attacker']);
     await ltc?.stop();
   });
 
