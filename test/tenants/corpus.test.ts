@@ -20,6 +20,8 @@ import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import type { Answer } from '../support/node.ts';
 import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts';
 import { hostileArchives, tgz } from '../volumes/archives.ts';
+import { Rogue } from '../peers/rogue.ts';
+import { joinPeer } from './peer.ts';
 import { freeTenantPort, registerAndPay, removeFromDocker, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 const ALL_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers', 'filesync', 'benchmark'];
@@ -219,6 +221,45 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
     await attack('node', 'anonymous /core/adjustapiport/16137', () => node.get('/core/adjustapiport/16137'));
     await attack('node', 'B: /core/adjustapiport/16147', () => asB('/core/adjustapiport/16147'));
     assert.equal(portFile(), before, 'a port setting was written');
+  });
+
+  it('peers: a peer names A as the caller of appremove, unsigned and forged; another asks for catch-ups and never reads', async () => {
+    const p = await joinPeer(node.port, 29991);
+    const results: any[] = [];
+    p.peer.on('appcommandresult', (m) => results.push(m.payload));
+    const forged = [
+      ['unsigned', {}],
+      ['garbage signature', { timestamp: Date.now(), signature: `H${'A'.repeat(87)}` }],
+      ['B signs in A’s name', { timestamp: Date.now(), signature: await w.b.sign('corenode global command') }],
+    ] as const;
+    try {
+      for (const [k, [what, fields]] of forged.entries())
+        p.peer.broadcast('appcommand', { id: `corpus-${k}`, verb: 'appremove', app: 'victim', caller: w.a.legacyid, force: true, issuedAt: Date.now(), ...fields, what });
+      await until('an answer to each command', async () => forged.every((_, k) => results.some((r) => r.id === `corpus-${k}`)));
+    } finally {
+      p.stop();
+    }
+    for (const r of results) tried.push({ surface: 'peers', what: `peer: appremove of A’s app (${r.id})`, status: 200, text: JSON.stringify(r) });
+    assert.ok(results.every((r) => r.ok === false), JSON.stringify(results));
+    // A peer that reads nothing while the node answers its catch-ups.
+    const r = new Rogue(`ws://127.0.0.1:${node.port}/ws/core`, 29992);
+    await r.join();
+    for (let i = 0; i < 40; i++) {
+      const m = JSON.stringify({ type: 'corpus.fill', payload: 'f'.repeat(8000), origin: r.keys.publicKey, sentAt: Date.now(), nonce: `n${i}` });
+      r.send('gossip', { m, s: r.keys.sign(m), h: 0 });
+    }
+    (r.ws as any).pause();
+    try {
+      for (let sent = 0; sent < 2_000 && !r.closed; sent += 15) {
+        for (let k = 0; k < 15; k++) r.send('sync', { since: 0 });
+        const v = await node.get('/core/version');
+        tried.push({ surface: 'peers', what: 'GET /core/version during the catch-up flood', status: v.status, text: v.text });
+        if ((await node.get('/core/networkhealth')).json?.data?.messages?.sendQueueCuts) break;
+      }
+      await until('the reader-less peer cut', async () => (await node.get('/core/networkhealth')).json?.data?.messages?.sendQueueCuts >= 1);
+    } finally {
+      r.close();
+    }
   });
 
   it('judges the run: no escape, no secret in plain text, no 5xx, RSS back under 150 MB', async () => {
