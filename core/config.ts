@@ -64,6 +64,8 @@ export interface NodeConfig {
   queue: { concurrency: number; retentionSeconds: number };
   /** Watch the manifests folder and the plugin state file and apply changes without a restart. */
   watch: boolean;
+  /** Ports of services beside the node on this machine that apps may not publish (core/services/own-ports.ts). */
+  reservedPorts: { port: number; what: string }[];
   /** The file the config came from, for error messages; '(defaults)' when none. */
   source: string;
   [section: string]: unknown;
@@ -152,6 +154,18 @@ export const nodeConfigSchema = {
       default: {},
     },
     watch: { type: 'boolean', default: true },
+    // Services of this machine outside the node process, whose ports no app may publish: by default the
+    // deployment trigger (its WEBHOOK_PORT; a separate process, so the node cannot read its port itself).
+    reservedPorts: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { port: { type: 'integer', minimum: 1, maximum: 65535 }, what: { type: 'string', minLength: 1, maxLength: 200 } },
+        required: ['port', 'what'],
+        additionalProperties: false,
+      },
+      default: [{ port: 9001, what: 'the deployment trigger (WEBHOOK_PORT)' }],
+    },
   },
   // Plugin sections (`daemon:`, `benchmark:`, ...) are objects validated by each plugin's own schema.
   additionalProperties: { type: 'object' },

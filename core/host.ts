@@ -19,6 +19,7 @@ import { envelope } from './http/reply.ts';
 import { EventBus } from './services/events.ts';
 import { Gates } from './services/gates.ts';
 import { HealthRegistry } from './services/health.ts';
+import { OwnPortsRegistry } from './services/own-ports.ts';
 import { loadManifestDir, type Manifest, type ManifestLookup } from './manifest/parse.ts';
 import { builtManifestCache } from './manifest/cache.ts';
 import { coreServices, type Caller, type Clock, type NodeInfo, type PluginDefinition, type ServiceRef } from './plugin-api.ts';
@@ -53,6 +54,7 @@ export class Host {
   readonly events = new EventBus();
   readonly health = new HealthRegistry();
   readonly gates = new Gates();
+  readonly ports: OwnPortsRegistry;
   readonly auth: AuthService;
   readonly stores: Stores;
   readonly queue: OperationsService;
@@ -78,6 +80,10 @@ export class Host {
     if (opts.logger) this.log = opts.logger;
     else ({ logger: this.log, files: this.logFiles } = createNodeLogger(this.config));
     this.stores = new Stores(this.config.dataDir, this.log);
+    this.ports = new OwnPortsRegistry(
+      () => this.config.api.port || ((this.server?.address() as AddressInfo | null)?.port ?? 0),
+      this.config.reservedPorts ?? [],
+    );
     this.auth = new AuthService(
       () => this.config.initial.legacyid,
       () => this.config.coreTeam,
@@ -271,6 +277,8 @@ export class Host {
         return this.health;
       case coreServices.gates.id:
         return this.gates;
+      case coreServices.ports.id:
+        return this.ports;
     }
     throw new Error(`plugin ${def.id} depends on ${ref.id}, which the host does not offer`);
   }

@@ -217,6 +217,25 @@ export interface Events {
   since(lastId: number): NodeEvent[];
 }
 
+/** A port the node or a service beside it listens on, and what uses it (named in refusals). */
+export interface OwnPort {
+  port: number;
+  what: string;
+}
+
+/**
+ * The node's own ports: the API port and its neighbours, the operator's `reservedPorts`, and what each
+ * plugin claims for its services (file-sync GUI and sync ports, daemon RPC and P2P ports). Apps may not
+ * publish any of them.
+ */
+export interface OwnPorts {
+  /** Claim ports for `what` (a plugin's service); returns the function that drops the claim. */
+  claim(what: string, ports: number[]): () => void;
+  list(): OwnPort[];
+  /** What uses `port` on this node, or undefined when it is none of the node's own. */
+  whose(port: number): string | undefined;
+}
+
 /** Named conditions routes wait on (`gate:` in a manifest): 503 until the condition holds. */
 export interface Gates {
   set(name: string, holds: boolean): void;
@@ -305,6 +324,7 @@ export const coreServices = {
   events: createServiceRef<Events>('core.events'),
   health: createServiceRef<Health>('core.health'),
   gates: createServiceRef<Gates>('core.gates'),
+  ports: createServiceRef<OwnPorts>('core.ports'),
 } as const;
 
 type Resolved<D> = { [K in keyof D]: D[K] extends OptionalRef<infer T> ? () => T | undefined : D[K] extends ServiceRef<infer T> ? T : never };

@@ -83,3 +83,28 @@ function cookie(file: string, profile: DaemonProfile) {
     throw new Error(`cannot read the ${profile.what} cookie file ${file} (${code}); is the daemon running?`);
   }
 }
+
+/**
+ * The ports of this machine the daemon uses, for the node's own ports no app may publish: its RPC port when
+ * its RPC address is this machine (loopback), and the P2P port its config file sets (`port=`). A daemon
+ * whose files cannot be read yet claims what is known (its RPC port from the URL or the defaults).
+ */
+export function localPorts(s: EndpointSettings, profile: DaemonProfile): number[] {
+  const out: number[] = [];
+  let conf: DaemonConf | undefined;
+  try {
+    if (s.confFile) conf = readConf(s.confFile, s.network);
+  } catch {
+    // unreadable now: the endpoint's own errors say so when it is used
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(resolveEndpoint(s, profile).url);
+  } catch {
+    url = s.rpc.url ? new URL(s.rpc.url) : undefined;
+  }
+  if (url && /^(localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)$/i.test(url.hostname)) out.push(Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
+  const p2p = conf?.values.port;
+  if (p2p && /^\d{1,5}$/.test(p2p)) out.push(Number(p2p));
+  return out;
+}

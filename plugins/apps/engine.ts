@@ -9,6 +9,7 @@ import path from 'node:path';
 import { LABEL_APP, LABEL_MANAGED, MANAGED_FILTER, appFilter, containerName, labelsFor, networkName } from './names.ts';
 import { checkBindSources, MountRefused } from './bind-check.ts';
 import { parseContainerData } from './spec-rules.ts';
+import { checkRegistryBeforePull, type RegistryRules } from './image-host.ts';
 import type { AppSpec, Component } from './spec.ts';
 import type { Volumes } from './volumes.ts';
 import type { Secrets } from './secrets.ts';
@@ -28,6 +29,8 @@ export interface EngineOptions {
   nodeHostIp: string;
   /** Open-file limit of each container (reference 100000; a host whose hard limit is lower needs less). */
   nofile: number;
+  /** Which registries images may come from, judged again right before every pull (image-host.ts). */
+  registries: RegistryRules;
 }
 
 const require = createRequire(import.meta.url);
@@ -150,6 +153,7 @@ export class Engine {
 
   /** Pull with progress; `repoauth` is `user:password` (sealed at rest) for the image's registry. */
   async pull(repotag: string, sealedAuth: string | undefined, progress: Progress): Promise<void> {
+    await checkRegistryBeforePull(repotag, this.o.registries);
     const opts: Record<string, unknown> = {};
     if (sealedAuth) {
       // Opened only here, in memory, for Docker's auth config.

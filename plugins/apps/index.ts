@@ -21,7 +21,7 @@ import { POLICY_GATE, PolicyHolder } from './policy.ts';
 import { priceOf, type PriceConfig } from './pricing.ts';
 import { Reconciler } from './reconciler.ts';
 import { Registry } from './registry.ts';
-import { checkSpecification } from './spec-rules.ts';
+import { checkSpecification, type RuleContext } from './spec-rules.ts';
 import { checkVolumeFolders, Volumes } from './volumes.ts';
 import { Updater } from './updates.ts';
 import { redactSpec, Secrets } from './secrets.ts';
@@ -40,6 +40,7 @@ export interface AppsConfig {
   volumesDir: string;
   appsDir: string;
   registryAddress: string;
+  privateRegistries: string[];
   minConfirmations: number;
   paymentPollMs: number;
   temporaryMessageMinutes: number;
@@ -70,6 +71,7 @@ export default definePlugin({
     events: coreServices.events,
     gates: coreServices.gates,
     log: coreServices.log,
+    ports: coreServices.ports,
   },
   configSchema: configSchema<AppsConfig>({
     type: 'object',
@@ -90,6 +92,9 @@ export default definePlugin({
       volumesDir: { type: 'string', default: '' },
       appsDir: { type: 'string', default: '' },
       registryAddress: { type: 'string', default: '' },
+      // Image registries on loopback, link-local, private-range or this node's addresses that apps may
+      // pull from all the same (image-host.ts): `host:port`, or `host` for any of its ports. None by default.
+      privateRegistries: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9.-]+(:\\d{1,5})?$' }, default: [] },
       minConfirmations: { type: 'integer', minimum: 1, default: 1 },
       paymentPollMs: { type: 'integer', minimum: 50, default: 5000 },
       temporaryMessageMinutes: { type: 'integer', minimum: 1, default: 120 },
@@ -200,12 +205,18 @@ export default definePlugin({
     await policy.refresh();
     policy.start(cfg.policy.refreshSeconds * 1000);
 
-    const rules = () => ({ isEnterprise: (o: string) => policy.isEnterprise(o), blockedPorts: policy.held?.policy.blockedPorts ?? [] });
+    const registries = { allowed: cfg.privateRegistries, ownAddresses: [cfg.nodeHostIp] };
+    const rules = (): RuleContext => ({
+      isEnterprise: (o: string) => policy.isEnterprise(o),
+      blockedPorts: policy.held?.policy.blockedPorts ?? [],
+      ownPort: (p) => ctx.ports.whose(p),
+      registries,
+    });
     const price = (raw: Record<string, any>) => priceOf(checkSpecification(raw, rules()), cfg.price).satoshis;
 
     const volumes = new Volumes(cfg.volumesDir || path.join(base, 'volumes'), cfg.appsDir || path.join(base, 'mounts'));
     checkVolumeFolders(ctx.node.dataDir, { volumesDir: volumes.volumesDir, appsDir: volumes.appsDir });
-    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile }, volumes, secrets);
+    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile, registries }, volumes, secrets);
     const installed = ctx.store('installed') as Collection<InstalledApp>;
     await installed.ensureIndex({ fieldName: 'name', unique: true });
     // Specifications stored by an older node may hold registry credentials: removed before anything reads them.

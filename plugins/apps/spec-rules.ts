@@ -6,6 +6,7 @@
  */
 import { ApiError } from '../../core/plugin-api.ts';
 import { REPOAUTH_IS_PUBLIC } from './repoauth.ts';
+import { registryRefusal, type RegistryRules } from './image-host.ts';
 import { fieldOf, normalise, type AppSpec } from './spec.ts';
 
 /** Ports no app may publish (reference 6.1): the node's own services and well-known system ports. */
@@ -25,6 +26,10 @@ export interface RuleContext {
   isEnterprise(owner: string): boolean;
   /** Ports the network policy blocks. */
   blockedPorts: number[];
+  /** What of the node itself uses `port` (its API and neighbours, file sync, daemons, ...), or undefined. */
+  ownPort(port: number): string | undefined;
+  /** Which registries images may come from (image-host.ts). */
+  registries: RegistryRules;
 }
 
 export class SpecError extends ApiError {
@@ -124,6 +129,8 @@ export function checkSpecification(raw: Record<string, any>, ctx: RuleContext): 
     c.ports.forEach((p, j) => {
       const pf = spec.version === 1 ? f('ports') : `${f('ports')}[${j}]`;
       if (p < 1) throw new SpecError(pf, 'must be between 1 and 65535');
+      const own = ctx.ownPort(p);
+      if (own) throw new SpecError(pf, `port ${p} is used by the node itself (${own})`);
       if (within(p, BANNED)) throw new SpecError(pf, `port ${p} is banned`);
       if (ctx.blockedPorts.includes(p)) throw new SpecError(pf, `port ${p} is blocked by the network policy`);
       if (within(p, ENTERPRISE_ONLY) && !ctx.isEnterprise(spec.owner)) throw new SpecError(pf, `port ${p} is for enterprise owners only`);
@@ -135,6 +142,8 @@ export function checkSpecification(raw: Record<string, any>, ctx: RuleContext): 
     });
     if (Math.abs(Math.round(c.cpu * 10) - c.cpu * 10) > 1e-9) throw new SpecError(f('cpu'), 'must be a multiple of 0.1 cores');
     if (!/^[a-z0-9]([a-z0-9._/:@-]*[a-z0-9])?$/i.test(c.repotag) || !c.repotag.includes(':')) throw new SpecError(f('repotag'), 'must be an image reference with a tag (repository:tag)');
+    const registry = registryRefusal(c.repotag, ctx.registries);
+    if (registry) throw new SpecError(f('repotag'), registry);
     parseContainerData(c.containerData, f('containerData'), i);
     if (c.repoauth) throw new SpecError(f('repoauth'), REPOAUTH_IS_PUBLIC);
     for (const [k, v] of c.environmentParameters.entries()) if (!v.includes('=')) throw new SpecError(`${f('environmentParameters')}[${k}]`, 'must be NAME=value');

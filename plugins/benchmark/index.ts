@@ -6,6 +6,7 @@
  */
 import { VERSION, coreServices, definePlugin, type HandlerInput } from '../../core/plugin-api.ts';
 import { createDaemonClient } from '../../lib/daemon-rpc/client.ts';
+import { localPorts } from '../../lib/daemon-rpc/endpoint.ts';
 import { toApiError } from '../../lib/daemon-rpc/errors.ts';
 import { BENCHMARK_METHODS, methodTable } from '../../lib/daemon-rpc/methods.ts';
 import { BENCHMARK_PROFILE, configSchema } from './settings.ts';
@@ -16,7 +17,7 @@ export default definePlugin({
   id: 'benchmark',
   version: VERSION,
   configSchema,
-  deps: { health: coreServices.health },
+  deps: { health: coreServices.health, ports: coreServices.ports },
   /** `x: { rpc, params }`: the spec's name of the call (the route name when absent), its input keys in order. */
   routeData: {
     type: 'object',
@@ -27,6 +28,7 @@ export default definePlugin({
     const settings = ctx.config;
     const client = createDaemonClient(settings, BENCHMARK_PROFILE);
     const method = methodTable(BENCHMARK_METHODS, settings.methods);
+    const dropPorts = ctx.ports.claim('the benchmark daemon (RPC and P2P)', localPorts(settings, BENCHMARK_PROFILE));
 
     // Reported, never a login gate: a node without its benchmark daemon still serves its API.
     const dropCheck = ctx.health.register(
@@ -54,6 +56,7 @@ export default definePlugin({
     return {
       handlers: { relay },
       dispose: () => {
+        dropPorts();
         dropCheck();
         client.close();
       },

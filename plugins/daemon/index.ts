@@ -11,7 +11,8 @@ import { DAEMON_METHODS, methodTable } from '../../lib/daemon-rpc/methods.ts';
 import { createControl } from './control.ts';
 import { routeData, rpcName, rpcParams, type RpcRoute } from './rpc-route.ts';
 import { createDaemonService } from './service.ts';
-import { configSchema } from './settings.ts';
+import { configSchema, DAEMON_PROFILE } from './settings.ts';
+import { localPorts } from '../../lib/daemon-rpc/endpoint.ts';
 import { specialHandlers } from './special.ts';
 
 export default definePlugin({
@@ -19,13 +20,14 @@ export default definePlugin({
   version: VERSION,
   configSchema,
   routeData,
-  deps: { clock: coreServices.clock, node: coreServices.node, health: coreServices.health },
+  deps: { clock: coreServices.clock, node: coreServices.node, health: coreServices.health, ports: coreServices.ports },
   provides: { daemon: daemonService, daemonControl: daemonControlService },
   setup(ctx) {
     const settings = ctx.config;
     const service = createDaemonService(settings, ctx.clock);
     const method = methodTable(DAEMON_METHODS, settings.methods);
     const control = createControl(settings, service, path.join(ctx.node.dataDir, 'daemon'));
+    const dropPorts = ctx.ports.claim('the daemon (RPC and P2P)', localPorts(settings, DAEMON_PROFILE));
 
     // Not a login gate (facts §2.1): a dead daemon is reported, never blocks the node.
     const dropCheck = ctx.health.register(
@@ -75,6 +77,7 @@ export default definePlugin({
       },
       services: { daemon: service, daemonControl: { ...control, conf: () => ({ confFile: settings.confFile, network: settings.network }) } },
       dispose: () => {
+        dropPorts();
         dropCheck();
         service.close();
       },

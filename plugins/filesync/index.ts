@@ -42,6 +42,7 @@ export default definePlugin({
     store: coreServices.store,
     events: coreServices.events,
     log: coreServices.log,
+    ports: coreServices.ports,
   },
   configSchema: configSchema<FilesyncConfig>({
     type: 'object',
@@ -91,6 +92,7 @@ export default definePlugin({
     const client = new SyncthingClient(supervised ? `http://127.0.0.1:${cfg.guiPort}` : cfg.url, path.join(configDir, 'config.xml'), cfg.timeoutMs);
 
     const folders = ctx.store('folders') as Collection<FolderState>;
+    const dropPorts = ctx.ports.claim('file sync (Syncthing)', ownPorts(cfg, supervised, ctx.node.apiPort));
     let supervisor: Supervisor | null = null;
     if (supervised) {
       const peerPort = cfg.peerPort || ctx.node.apiPort + 2;
@@ -159,6 +161,7 @@ export default definePlugin({
     return {
       handlers,
       dispose: async () => {
+        dropPorts();
         dropCheck();
         await follower.stop();
         await supervisor?.stop();
@@ -166,3 +169,17 @@ export default definePlugin({
     };
   },
 });
+
+/**
+ * The ports this node's Syncthing uses, which no app may publish: the supervised one's GUI/API and peer
+ * port; an external one's GUI/API port (when it runs on this machine) and Syncthing's default sync port
+ * (22000, TCP and QUIC) and local discovery port (21027), which an external instance keeps unless its own
+ * operator changed them.
+ */
+function ownPorts(cfg: FilesyncConfig, supervised: boolean, apiPort: number): number[] {
+  if (supervised) return [cfg.guiPort, cfg.peerPort || apiPort + 2];
+  const url = new URL(cfg.url);
+  const local = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i.test(url.hostname);
+  const guiPort = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  return [...(local ? [guiPort] : []), 22000, 21027];
+}

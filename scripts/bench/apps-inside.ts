@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import Datastore from 'nedb-promises';
-import { ensureDocker, stopDocker, unmountUnder } from '../../test/support/docker.ts';
+import { TEST_ENGINE_REGISTRIES, ensureDocker, stopDocker, unmountUnder } from '../../test/support/docker.ts';
 import { hardNofile, makeWallets, startAppsNode } from '../../test/apps/support.ts';
 import { Engine } from '../../plugins/apps/engine.ts';
 import { Installer, type InstalledApp } from '../../plugins/apps/installer.ts';
@@ -41,7 +41,7 @@ async function main() {
   const docker = await ensureDocker();
   const dir = fs.mkdtempSync('/tmp/apps2-bench-');
   const names = Array.from({ length: CONTAINERS }, (_, i) => `coresample${i}`);
-  const engine = new Engine({ socketPath: docker.socketPath, subnetBase: '172.23', publishHost: '127.0.0.1', nodeHostIp: '', nofile: hardNofile() }, new Volumes(path.join(dir, 'v'), path.join(dir, 'm')));
+  const engine = new Engine({ socketPath: docker.socketPath, subnetBase: '172.23', publishHost: '127.0.0.1', nodeHostIp: '', nofile: hardNofile(), registries: TEST_ENGINE_REGISTRIES }, new Volumes(path.join(dir, 'v'), path.join(dir, 'm')));
   let node: Awaited<ReturnType<typeof startAppsNode>> | null = null;
   try {
     await docker.cli(['pull', docker.images.busybox]);

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Datastore from 'nedb-promises';
 import Docker from 'dockerode';
-import { ensureDocker, stopDocker, unmountUnder } from '../../test/support/docker.ts';
+import { TEST_ENGINE_REGISTRIES, ensureDocker, stopDocker, unmountUnder } from '../../test/support/docker.ts';
 import { bitcoinWallet } from '../../test/support/wallets.ts';
 import { freeAppPort, hardNofile, signedMessage, startAppsNode, v3Spec } from '../../test/apps/support.ts';
 import { Engine } from '../../plugins/apps/engine.ts';
@@ -149,7 +149,7 @@ async function main() {
     // --- 2. reconciler CPU with N running containers ---
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'apps-bench-'));
     const volumes = new Volumes(path.join(dir, 'volumes'), path.join(dir, 'mounts'));
-    const engine = new Engine({ socketPath: docker.socketPath, subnetBase: '172.23', publishHost: '127.0.0.1', nodeHostIp: '', nofile: hardNofile() }, volumes);
+    const engine = new Engine({ socketPath: docker.socketPath, subnetBase: '172.23', publishHost: '127.0.0.1', nodeHostIp: '', nofile: hardNofile(), registries: TEST_ENGINE_REGISTRIES }, volumes);
     const store = Datastore.create({ filename: path.join(dir, 'installed.db'), autoload: true }) as any;
     const policy = new PolicyHolder({ sources: [], file: path.join(dir, 'p.json'), isCoreTeam: () => false, verify: () => false, onChange: () => {}, now: Date.now, log: quiet });
     const installer = new Installer(engine, store, policy, Date.now);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import Datastore from 'nedb-promises';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
+import { TEST_ENGINE_REGISTRIES, ensureDocker, type TestDocker } from '../support/docker.ts';
 import { Engine } from '../../plugins/apps/engine.ts';
 import { Installer, type InstalledApp } from '../../plugins/apps/installer.ts';
 import { PolicyHolder } from '../../plugins/apps/policy.ts';
@@ -37,7 +37,7 @@ describe('apps: the reconciler', function () {
   before(async () => {
     docker = await ensureDocker();
     dir = tmp('recon');
-    engine = new Engine({ socketPath: docker.socketPath, subnetBase: '172.23', publishHost: '127.0.0.1', nodeHostIp: '', nofile: hardNofile() }, new Volumes(path.join(dir, 'v'), path.join(dir, 'm')));
+    engine = new Engine({ socketPath: docker.socketPath, subnetBase: '172.23', publishHost: '127.0.0.1', nodeHostIp: '', nofile: hardNofile(), registries: TEST_ENGINE_REGISTRIES }, new Volumes(path.join(dir, 'v'), path.join(dir, 'm')));
     store = Datastore.create({ filename: path.join(dir, 'installed.db'), autoload: true }) as any;
     const policy = new PolicyHolder({ sources: [], file: path.join(dir, 'p.json'), isCoreTeam: () => false, verify: () => false, onChange: () => {}, now: () => t, log: quiet });
     const installer = new Installer(engine, store, policy, () => t);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { startNode, type Answer, type TestNode } from '../support/node.ts';
 import { ok as okData } from '../support/envelope.ts';
-import { unmountUnder, type TestDocker } from '../support/docker.ts';
+import { TEST_REGISTRY_HOSTS, unmountUnder, type TestDocker } from '../support/docker.ts';
 import { freePortIn } from '../support/ports.ts';
 import type { Regtest } from '../support/litecoind.ts';
 import { bitcoinWallet, type TestWallet } from '../support/wallets.ts';
@@ -74,6 +74,7 @@ export async function startAppsNode(o: NodeOptions): Promise<AppsNode> {
       docker: { socketPath: o.docker.socketPath, nofile: hardNofile() },
       publishHost: '127.0.0.1',
       registryAddress: o.registryAddress ?? '',
+      privateRegistries: TEST_REGISTRY_HOSTS,
       paymentPollMs: 100,
       reconcileIntervalMs: 200,
       policy: { sources: [policyFile], refreshSeconds: 0.2 },

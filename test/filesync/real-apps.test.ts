@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, unmountUnder, type TestDocker } from '../support/docker.ts';
+import { TEST_REGISTRY_HOSTS, ensureDocker, unmountUnder, type TestDocker } from '../support/docker.ts';
 import { freePortIn } from '../support/ports.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { startNode, type TestNode } from '../support/node.ts';
@@ -45,7 +45,7 @@ describe('filesync: an r: app installed by the real apps plugin', function () {
       config: {
         initial: { legacyid: w.admin.legacyid },
         coreTeam: [w.coreTeam.legacyid],
-        apps: { docker: { socketPath: docker.socketPath, nofile: hardNofile() }, publishHost: '127.0.0.1', registryAddress, paymentPollMs: 100, reconcileIntervalMs: 200, policy: { sources: [policyFile], refreshSeconds: 0.2 }, price: { coinUsd: 1 } },
+        apps: { docker: { socketPath: docker.socketPath, nofile: hardNofile() }, publishHost: '127.0.0.1', registryAddress, privateRegistries: TEST_REGISTRY_HOSTS, paymentPollMs: 100, reconcileIntervalMs: 200, policy: { sources: [policyFile], refreshSeconds: 0.2 }, price: { coinUsd: 1 } },
         daemon: { rpc: { url: ltc.url, user: ltc.user, password: ltc.password } },
         explorer: { pollIntervalMs: 50, retryIntervalMs: 100, prefetch: 8 },
         filesync: { mode: 'supervise', guiPort: 27201, peerPort: 27202, listenHost: '127.0.0.1', globalDiscovery: false, relays: false, follow: { enabled: true, intervalMs: 300 } },

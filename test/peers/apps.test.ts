@@ -17,7 +17,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, unmountUnder, type TestDocker } from '../support/docker.ts';
+import { TEST_REGISTRY_HOSTS, ensureDocker, unmountUnder, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { login } from '../support/wallets.ts';
 import { eventually } from '../support/wait.ts';
@@ -98,6 +98,7 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
             docker: { socketPath: i >= 1 && i <= extra.length ? extra[i - 1].socketPath : docker.socketPath, nofile: hardNofile(), subnetBase: `172.${40 + i}` },
             publishHost: `127.0.0.${2 + i}`,
             registryAddress,
+            privateRegistries: TEST_REGISTRY_HOSTS,
             paymentPollMs: 100,
             // Each round lists the containers on a dockerd: only the nodes that run the app need it often
             // (the five others, on the shared dockerd, never run anything here).

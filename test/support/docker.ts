@@ -38,6 +38,15 @@ export interface TestDocker {
   startMs: number;
 }
 
+/**
+ * The registries of the tests (the shared one and the private one) run on 127.0.0.1, which a node refuses
+ * as an image source unless its operator allows it (`apps.privateRegistries`): every node the tests start
+ * with apps allows this host, but the attack tests of registries, which allow one port only.
+ */
+export const TEST_REGISTRY_HOSTS = ['127.0.0.1'];
+/** The `registries` of an Engine made directly by a test or bench (the test registries allowed). */
+export const TEST_ENGINE_REGISTRIES = { allowed: TEST_REGISTRY_HOSTS, ownAddresses: [] };
+
 let started: Promise<TestDocker> | null = null;
 let procs: { dockerd?: ChildProcess; registry?: ChildProcess; privateRegistry?: ChildProcess; root?: string } = {};
 let privateStarted: Promise<PrivateRegistry> | null = null;

@@ -52,3 +52,11 @@ export async function freePort(): Promise<number> {
   }
   throw new Error('the kernel gave only ports already handed out');
 }
+
+/**
+ * Mark ports as handed out without binding them: the neighbours of a node's API port (API - 1 to API + 3)
+ * are the node's own, which apps may not publish, so an app of the same test must not be given one.
+ */
+export function holdPorts(ports: number[]): void {
+  for (const p of ports) handedOut.add(p);
+}

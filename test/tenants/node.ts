@@ -13,7 +13,7 @@ import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { clientAt, SAFE_NODE, type Answer, type Client } from '../support/node.ts';
 import { entryArgs } from '../support/entry.ts';
-import { freePortIn } from '../support/ports.ts';
+import { freePortIn, holdPorts } from '../support/ports.ts';
 import { unmountUnder, type TestDocker } from '../support/docker.ts';
 import type { Regtest } from '../support/litecoind.ts';
 import { ok } from '../support/envelope.ts';
@@ -87,6 +87,8 @@ export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode>
   const policyFile = path.join(dir, 'policy-source.json');
   await writePolicy(policyFile, o.wallets.coreTeam);
   const port = await freeTenantPort();
+  // The API's neighbours are the node's own ports (refused for apps): no app of the tests is given one.
+  holdPorts([port - 1, port + 1, port + 2, port + 3]);
   const config: Record<string, unknown> = {
     api: { port, host: '127.0.0.1' },
     dataDir,
@@ -102,6 +104,8 @@ export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode>
       docker: { socketPath: o.docker.socketPath, nofile: hardNofile() },
       publishHost: '127.0.0.1',
       registryAddress: o.registryAddress ?? '',
+      // The test registry only (its host and port): a registry on another loopback port stays refused.
+      privateRegistries: [o.docker.registry],
       paymentPollMs: 100,
       reconcileIntervalMs: 200,
       policy: { sources: [policyFile], refreshSeconds: 0.2 },
