@@ -31,6 +31,8 @@ export interface EngineOptions {
   nofile: number;
   /** Which registries images may come from, judged again right before every pull (image-host.ts). */
   registries: RegistryRules;
+  /** A pull with no progress for this long is aborted (default 120 s). */
+  pullStallMs?: number;
 }
 
 const require = createRequire(import.meta.url);
@@ -152,9 +154,36 @@ export class Engine {
   }
 
   /** Pull with progress; `repoauth` is `user:password` (sealed at rest) for the image's registry. */
-  async pull(repotag: string, sealedAuth: string | undefined, progress: Progress): Promise<void> {
+  /**
+   * Pull with progress; a pull that reports no progress for `pullStallMs` is aborted (the request to Docker
+   * closed, which makes dockerd cancel it): a registry that trickles its answers or never ends one held the
+   * node's install slot for as long as it liked. `signal` aborts the pull too, with its reason.
+   */
+  async pull(repotag: string, sealedAuth: string | undefined, progress: Progress, signal?: AbortSignal): Promise<void> {
     await checkRegistryBeforePull(repotag, this.o.registries);
-    const opts: Record<string, unknown> = {};
+    const stalled = new AbortController();
+    const stallMs = this.o.pullStallMs ?? 120_000;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => stalled.abort(new Error(`the pull of ${repotag} made no progress for ${stallMs / 1000} s; aborted (apps.pullStallSeconds)`)), stallMs);
+    };
+    const abortSignal = signal ? AbortSignal.any([signal, stalled.signal]) : stalled.signal;
+    const why = (e: unknown) => (abortSignal.aborted ? (abortSignal.reason as Error) : e);
+    arm();
+    try {
+      await this.pullOnce(repotag, sealedAuth, progress, abortSignal, arm);
+    } catch (e) {
+      throw why(e);
+    } finally {
+      clearTimeout(timer);
+    }
+    const info = await this.docker.getImage(repotag).inspect();
+    if (info.Size > MAX_IMAGE_BYTES) throw new Error(`image ${repotag} is ${info.Size} bytes, over the 5 GB limit`);
+  }
+
+  private async pullOnce(repotag: string, sealedAuth: string | undefined, progress: Progress, abortSignal: AbortSignal, progressed: () => void): Promise<void> {
+    const opts: Record<string, unknown> = { abortSignal };
     if (sealedAuth) {
       // Opened only here, in memory, for Docker's auth config.
       const repoauth = this.secrets ? this.secrets.open(sealedAuth) : sealedAuth;
@@ -165,21 +194,28 @@ export class Engine {
     }
     const stream = await this.docker.pull(repotag, opts);
     await new Promise<void>((resolve, reject) => {
+      // followProgress does not see a stream destroyed by the abort: the abort ends the wait itself.
+      const aborted = () => {
+        (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+        reject(abortSignal.reason);
+      };
+      if (abortSignal.aborted) return aborted();
+      abortSignal.addEventListener('abort', aborted, { once: true });
       this.docker.modem.followProgress(
         stream,
         (err: Error | null, out: any[]) => {
+          abortSignal.removeEventListener('abort', aborted);
           const failed = err ?? out?.find((o) => o?.error);
           if (failed) reject(new Error(failed.message ?? failed.error));
           else resolve();
         },
         (ev: any) => {
           if (ev?.error) return;
+          progressed();
           progress({ status: ev.status, id: ev.id, progress: ev.progress });
         },
       );
     });
-    const info = await this.docker.getImage(repotag).inspect();
-    if (info.Size > MAX_IMAGE_BYTES) throw new Error(`image ${repotag} is ${info.Size} bytes, over the 5 GB limit`);
   }
 
   /** Host folders bound into component `i`, from its containerData (volumes made before). */

@@ -17,6 +17,7 @@ import { feasibility, locations, type NodePlace } from './placement.ts';
 import type { TamperingLog } from './tampering.ts';
 import { ignoreNotRunning } from './installer.ts';
 import { redactSpec, type Secrets } from './secrets.ts';
+import type { TestInstalls } from './test-installs.ts';
 
 export interface HandlerDeps {
   registry: Registry;
@@ -36,6 +37,7 @@ export interface HandlerDeps {
   secrets: Secrets;
   /** Bounds on concurrent log and stats reads (streams.ts). */
   streams: StreamLimits;
+  testInstalls: TestInstalls;
 }
 
 const NO_APP = () => new ApiError(400, 'BadRequest', 'No Core App specified');
@@ -225,12 +227,7 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
       } else if (privileged) {
         ({ spec, hash } = await checkedGlobal(name));
       } else throw ApiError.unauthorized();
-      return streamWork(installer, `test install ${spec.name}`, spec.name, async (progress) => {
-        await install(spec, hash, progress);
-        progress({ step: 'test', status: `App ${spec.name} installed and started; removing the test installation` });
-        await installer.remove(spec.name, true, progress);
-        return `Test installation of ${spec.name} succeeded`;
-      }, stepFailure(spec.name));
+      return d.testInstalls.start(input.caller.legacyid ?? '', spec, hash, stepFailure(spec.name));
     },
 
     appstart: verbs('started', (n) => engine.start(n).catch(ignoreNotRunning), 'running', false),

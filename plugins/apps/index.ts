@@ -16,6 +16,7 @@ import { locations, type NodePlace } from './placement.ts';
 import { TamperingLog, type TamperingEvent } from './tampering.ts';
 import { makeHandlers } from './handlers.ts';
 import { Installer, type InstalledApp } from './installer.ts';
+import { TestInstalls, type TestInstallLimits } from './test-installs.ts';
 import { PaymentWatcher, type Payment } from './payments.ts';
 import { POLICY_GATE, PolicyHolder } from './policy.ts';
 import { priceOf, type PriceConfig } from './pricing.ts';
@@ -38,6 +39,7 @@ export interface AppsConfig {
   publishHost: string;
   nodeHostIp: string;
   volumesDir: string;
+  diskReserveGB: number;
   appsDir: string;
   registryAddress: string;
   privateRegistries: string[];
@@ -45,6 +47,8 @@ export interface AppsConfig {
   paymentPollMs: number;
   temporaryMessageMinutes: number;
   reconcileIntervalMs: number;
+  pullStallSeconds: number;
+  testInstall: TestInstallLimits;
   policy: { sources: string[]; refreshSeconds: number };
   price: PriceConfig;
   monitor: { intervalMs: number };
@@ -90,6 +94,8 @@ export default definePlugin({
       publishHost: { type: 'string', default: '0.0.0.0' },
       nodeHostIp: { type: 'string', default: '' },
       volumesDir: { type: 'string', default: '' },
+      // Space of the volumes' filesystem no app volume may take (Volumes.assertRoom).
+      diskReserveGB: { type: 'number', minimum: 0, default: 2 },
       appsDir: { type: 'string', default: '' },
       registryAddress: { type: 'string', default: '' },
       // Image registries on loopback, link-local, private-range or this node's addresses that apps may
@@ -99,6 +105,18 @@ export default definePlugin({
       paymentPollMs: { type: 'integer', minimum: 50, default: 5000 },
       temporaryMessageMinutes: { type: 'integer', minimum: 1, default: 120 },
       reconcileIntervalMs: { type: 'integer', minimum: 50, default: 5000 },
+      // A pull that reports no progress for this long is aborted (Engine.pull).
+      pullStallSeconds: { type: 'number', exclusiveMinimum: 0, default: 120 },
+      // Unpaid test installs (test-installs.ts): how long one may take, how many run at once.
+      testInstall: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          timeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 600 },
+          maxConcurrent: { type: 'integer', minimum: 1, default: 2 },
+        },
+      },
       policy: {
         type: 'object',
         additionalProperties: false,
@@ -214,14 +232,15 @@ export default definePlugin({
     });
     const price = (raw: Record<string, any>) => priceOf(checkSpecification(raw, rules()), cfg.price).satoshis;
 
-    const volumes = new Volumes(cfg.volumesDir || path.join(base, 'volumes'), cfg.appsDir || path.join(base, 'mounts'));
+    const volumes = new Volumes(cfg.volumesDir || path.join(base, 'volumes'), cfg.appsDir || path.join(base, 'mounts'), cfg.diskReserveGB * 1024 ** 3);
     checkVolumeFolders(ctx.node.dataDir, { volumesDir: volumes.volumesDir, appsDir: volumes.appsDir });
-    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile, registries }, volumes, secrets);
+    const engine = new Engine({ socketPath: cfg.docker.socketPath, subnetBase: cfg.docker.subnetBase, publishHost: cfg.publishHost, nodeHostIp: cfg.nodeHostIp, nofile: cfg.docker.nofile, registries, pullStallMs: cfg.pullStallSeconds * 1000 }, volumes, secrets);
     const installed = ctx.store('installed') as Collection<InstalledApp>;
     await installed.ensureIndex({ fieldName: 'name', unique: true });
     // Specifications stored by an older node may hold registry credentials: removed before anything reads them.
     await purgeRepoauth({ temporary: ctx.store('temporary'), permanent: ctx.store('permanent'), specs: ctx.store('specs'), installed: installed as Collection }, ctx.log);
     const installer = new Installer(engine, installed, policy, () => ctx.clock.now());
+    const testInstalls = new TestInstalls(installer, cfg.testInstall);
 
     // The owner of an app for the appowner levels: the registry's, else the owner of what is installed here,
     // else the owner the identity plugin records (it serves the lookup on nodes without this plugin).
@@ -274,7 +293,7 @@ export default definePlugin({
     announceInstalls(installer, emit);
     const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
     policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
-    const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp, secrets, streams: new StreamLimits(cfg.streams) });
+    const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp, secrets, streams: new StreamLimits(cfg.streams), testInstalls });
     const handlers = { ...local, ...withGlobal(local as Record<string, PlainHandler>, ctx.peers), ...withPeerPlaces(local as Record<string, PlainHandler>, ctx.peers) };
     const view = (r: InstalledApp): InstalledAppView => ({
       name: r.name,

@@ -47,6 +47,8 @@ export class Installer {
   /** What runs now ('install app', 'remove app', ...), or null. */
   busy: string | null = null;
   busyApp: string | null = null;
+  /** Apps being installed now (by the slot's work or a test install) and the host ports they take. */
+  private readonly making = new Map<string, { what: string; ports: number[] }>();
 
   constructor(
     private readonly engine: Engine,
@@ -70,12 +72,25 @@ export class Installer {
     return this.store.findOne({ name });
   }
 
-  async install(spec: AppSpec, hash: string, progress: Progress): Promise<InstalledApp> {
+  /**
+   * Install `spec`. Test installs run beside the slot's work (one per owner, test-installs.ts), so what an
+   * install is making (its app name and host ports) is claimed here until it ends, and a second install of
+   * the same name or port at once is refused at its check step. `signal` ends the install (its pulls
+   * aborted, everything made removed) with the signal's reason. `record: false` (a test install) leaves no
+   * installed record: the app is never seen as installed by the rounds, the updater or the listings.
+   */
+  async install(spec: AppSpec, hash: string, progress: Progress, opts: { signal?: AbortSignal; record?: boolean } = {}): Promise<InstalledApp> {
     const app = spec.name;
     const undo: { what: string; fn: () => Promise<unknown> }[] = [];
     let step = 'check';
     let component: string | undefined;
+    let claimed = false;
     try {
+      const making = this.making.get(app);
+      if (making) throw new Error(`${app} is being installed on this node (${making.what})`);
+      for (const [other, m] of this.making) for (const p of spec.components.flatMap((c) => c.ports)) if (m.ports.includes(p)) throw new Error(`port ${p} is being taken by ${other}, installing on this node`);
+      this.making.set(app, { what: opts.record === false ? 'a test installation' : 'an installation', ports: spec.components.flatMap((c) => c.ports) });
+      claimed = true;
       if (await this.installed(app)) throw new Error(`${app} is already installed on this node`);
       const taken = new Map<number, string>();
       for (const other of await this.store.find({}))
@@ -88,6 +103,10 @@ export class Installer {
         for (const p of c.ports) if (taken.has(p)) throw new Error(`port ${p} is used by ${taken.get(p)} on this node`);
       }
       component = undefined;
+      // The whole app's new volumes at once, before anything is pulled or made (each volume is checked again
+      // as it is made, in Volumes.create, the place every allocation goes through).
+      const newVolumes = spec.components.filter((c) => !this.engine.volumes.exists(containerName(app, c.name, spec.version)));
+      await this.engine.volumes.assertRoom(newVolumes.reduce((t, c) => t + c.hdd, 0), `the volumes of ${app}`);
       progress({ step, status: `Checks of ${app} passed` });
 
       // What each part needs, measured with `npm run bench:apps` and scripts/bench/apps-start-profile.ts
@@ -137,7 +156,7 @@ export class Installer {
           const pulled = task('pull', c.name, async () => {
             progress({ step: 'pull', component: c.name, status: `Pulling image ${c.repotag}` });
             if (!cached[i]) undo.push({ what: `image ${c.repotag}`, fn: () => this.engine.removeImageIfUnused(c.repotag) });
-            await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }));
+            await this.engine.pull(c.repotag, c.repoauth, (o) => progress({ step: 'pull', component: c.name, ...o }), opts.signal);
           });
           const created = (async () => {
             await network;
@@ -152,6 +171,7 @@ export class Installer {
         }),
       );
       settle();
+      opts.signal?.throwIfAborted();
       step = 'start';
       for (const c of spec.components) {
         component = c.name;
@@ -169,7 +189,7 @@ export class Installer {
         installedAt: this.now(),
         components: spec.components.map((c) => ({ name: c.name, container: containerName(app, c.name, spec.version), desired: 'running' })),
       };
-      await this.store.insert(record);
+      if (opts.record !== false) await this.store.insert(record);
       return record;
     } catch (e) {
       const cause = describeDockerError(e);
@@ -183,13 +203,15 @@ export class Installer {
         }
       }
       throw new StepError(step, component, cause);
+    } finally {
+      if (claimed) this.making.delete(app);
     }
   }
 
-  /** Remove everything of an installed app; kills first when `force`. */
-  async remove(app: string, force: boolean, progress: Progress): Promise<void> {
+  /** Remove everything of an installed app (or of `spec`, made without a record); kills first when `force`. */
+  async remove(app: string, force: boolean, progress: Progress, made?: AppSpec): Promise<void> {
     const rec = await this.installed(app);
-    const spec = rec?.appSpecification;
+    const spec = rec?.appSpecification ?? made?.raw;
     const containers = rec ? rec.components.map((c) => c.container) : (await this.engine.listApp(app)).map((c) => c.Names[0].slice(1));
     if (!rec && !containers.length) throw new ApiError(404, 'NotFound', 'Application not found');
     for (const name of [...containers].reverse()) {

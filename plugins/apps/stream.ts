@@ -1,8 +1,8 @@
 /**
  * Long app work (install, removal, redeploy) answers a stream of newline-delimited JSON objects, one a line
  * (the reference concatenated them with no separator; the fields are kept). The work runs to its end even
- * when the client goes away; the single install slot is taken before the answer starts, so a refusal is an
- * ordinary envelope.
+ * when the client goes away; the single install slot (or a test install's turn, test-installs.ts) is taken
+ * before the answer starts, so a refusal is an ordinary envelope.
  */
 import { PassThrough } from 'node:stream';
 import { reply, type Reply } from '../../core/plugin-api.ts';
@@ -10,7 +10,11 @@ import type { Progress } from './engine.ts';
 import type { Installer } from './installer.ts';
 
 export function streamWork(installer: Installer, what: string, app: string, work: (progress: Progress) => Promise<string>, onError?: (e: unknown) => Record<string, unknown>): Reply {
-  const release = installer.acquire(what, app);
+  return streamRun(installer.acquire(what, app), work, onError);
+}
+
+/** Stream `work` whose right to run was taken before (`release` gives it back when the work ends). */
+export function streamRun(release: () => void, work: (progress: Progress) => Promise<string>, onError?: (e: unknown) => Record<string, unknown>): Reply {
   const out = new PassThrough();
   const progress: Progress = (o) => {
     if (!out.writableEnded) out.write(`${JSON.stringify(o)}\n`);

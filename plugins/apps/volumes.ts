@@ -10,6 +10,8 @@ import { promisify } from 'node:util';
 import { mkdirAt } from '../../lib/no-follow/walk.ts';
 
 const run = promisify(execFile);
+const GB = 1024 ** 3;
+const gb = (bytes: number) => `${(bytes / GB).toFixed(2)} GB`;
 
 /**
  * Refuse folders for the volumes (`apps.appsDir`, `apps.volumesDir`) that hold the node's secrets: the data
@@ -35,10 +37,34 @@ export function checkVolumeFolders(dataDir: string, folders: Record<string, stri
 }
 
 export class Volumes {
+  /** Bytes of volumes being allocated now (counted as taken: two installs at once cannot share the room). */
+  private allocating = 0;
+
   constructor(
     readonly volumesDir: string,
     readonly appsDir: string,
+    /** Bytes of the volumes' filesystem the node keeps free for itself (`apps.diskReserveGB`). */
+    readonly reserveBytes = 0,
   ) {}
+
+  /**
+   * Refuse, naming the numbers, unless `gbs` more GB of volumes fit on the filesystem that holds them with
+   * the reserve left over. An unpaid install asking 20 GB on a node with 1.98 GB free filled the disk to 0
+   * bytes (fallocate) before it failed. The volumes of installed apps are allocated in full (fallocate,
+   * formatted without discard), so the free space already counts what they hold; volumes being allocated
+   * at this moment are counted as taken.
+   */
+  async assertRoom(gbs: number, what: string): Promise<void> {
+    await fs.promises.mkdir(this.volumesDir, { recursive: true });
+    const st = await fs.promises.statfs(this.volumesDir);
+    const free = st.bavail * st.bsize - this.allocating;
+    const need = gbs * GB;
+    if (free - need < this.reserveBytes)
+      throw new Error(
+        `not enough disk for ${what}: ${gbs} GB asked, the filesystem holding ${this.volumesDir} has ${gb(Math.max(free, 0))} free` +
+          `${this.allocating ? ' (besides volumes being made now)' : ''} and the node keeps ${gb(this.reserveBytes)} of it in reserve (apps.diskReserveGB)`,
+      );
+  }
 
   file(container: string): string {
     return path.join(this.volumesDir, `${container}COREFSVOL`);
@@ -53,17 +79,23 @@ export class Volumes {
     return fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === mp);
   }
 
-  /** Make, format and mount the component's volume (an existing file is mounted as it is). */
-  async create(container: string, gb: number): Promise<string> {
+  /** Make (`size` GB, when there is room: assertRoom), format and mount the component's volume (an existing file is mounted as it is). */
+  async create(container: string, size: number): Promise<string> {
     await fs.promises.mkdir(this.volumesDir, { recursive: true });
     const file = this.file(container);
     const mp = this.mountpoint(container);
     if (!fs.existsSync(file)) {
-      await run('fallocate', ['-l', `${gb}G`, file]);
-      // Lazy inode tables: formatting a large volume takes a fraction of a second instead of seconds.
-      // `nodiscard`: mke2fs otherwise "discards" a regular file by punching holes in it, which undid the
-      // fallocate (a 1 GB volume file then held 664 KB on disk: the space was not reserved).
-      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', file]);
+      await this.assertRoom(size, `the volume of ${container}`);
+      this.allocating += size * GB;
+      try {
+        await run('fallocate', ['-l', `${size}G`, file]);
+        // Lazy inode tables: formatting a large volume takes a fraction of a second instead of seconds.
+        // `nodiscard`: mke2fs otherwise "discards" a regular file by punching holes in it, which undid the
+        // fallocate (a 1 GB volume file then held 664 KB on disk: the space was not reserved).
+        await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', file]);
+      } finally {
+        this.allocating -= size * GB;
+      }
     }
     await this.mount(container);
     // Through the root's descriptor: an `appdata` that is a link (bind-check.ts refuses to start it) is left

@@ -101,15 +101,20 @@ describe('apps: failures, the policy gate, test installs', function () {
     await nothingLeft('badstart', docker.images.node, had);
   });
 
-  it('testappinstall: the temporary message owner and the core team pass (installed, then removed); others are refused; one at a time', async () => {
+  it('testappinstall: the temporary message owner and the core team pass (installed, then removed); others are refused; one at a time per owner and per app', async () => {
     const port = await freeAppPort();
     await register(v3Spec(w.owner.legacyid, 'trial', docker.images.node, port));
     assert.equal(error(await node.get('/apps/testappinstall/trial', node.headers.other)).code, 401);
     assert.equal(error(await node.get('/apps/testappinstall/trial')).code, 401);
-    // The first install holds the slot as soon as its answer starts.
+    // The owner's first test install is its one turn as soon as its answer starts (test installs do not
+    // take the install slot); another caller's test install of the same app meanwhile stops at its check.
     const first = await fetch(`${node.url}/apps/testappinstall/trial`, { headers: node.headers.owner });
-    const busy = error(await node.get('/apps/testappinstall/trial', node.headers.coreTeam));
+    const busy = error(await node.get('/apps/testappinstall/trial', node.headers.owner));
     assert.equal(busy.name, 'Busy');
+    assert.match(busy.message, /one test installation at a time per owner/);
+    const beside = last(ndjson(await node.get('/apps/testappinstall/trial', node.headers.coreTeam)));
+    assert.equal(beside.step, 'check', JSON.stringify(beside));
+    assert.match(beside.message, /trial is being installed on this node/);
     const lines = (await first.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
     assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
     assert.ok(lines.some((l) => l.step === 'start'));
