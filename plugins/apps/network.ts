@@ -73,10 +73,10 @@ export function relayRegistry(registry: Registry, peers: Peers, check: (spec: Re
 /** Tell the event bus when an install starts and when it fails (the installer's own steps are unchanged). */
 export function announceInstalls(installer: Installer, emit: (name: string, data: Record<string, unknown>) => void): void {
   const install = installer.install.bind(installer);
-  installer.install = async (spec, hash, progress) => {
+  installer.install = async (spec, hash, progress, opts) => {
     emit('apps.installing', { app: spec.name, hash });
     try {
-      return await install(spec, hash, progress);
+      return await install(spec, hash, progress, opts);
     } catch (e) {
       emit('apps.installfailed', { app: spec.name, hash, error: (e as Error).message });
       throw e;

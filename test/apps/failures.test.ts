@@ -119,7 +119,8 @@ describe('apps: failures, the policy gate, test installs', function () {
     assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
     assert.ok(lines.some((l) => l.step === 'start'));
     await nothingLeft('trial');
-    assert.equal(last(ndjson(await node.get('/apps/testappinstall/trial', node.headers.coreTeam))).status, 'success');
+    const again = ndjson(await node.get('/apps/testappinstall/trial', node.headers.coreTeam));
+    assert.equal(last(again).status, 'success', JSON.stringify(again));
   });
 
   it('registry credentials in a spec are refused (a spec is public); an image of a registry that wants them fails its pull', async () => {
