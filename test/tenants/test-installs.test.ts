@@ -133,3 +133,36 @@ describe('tenants: an unpaid test install cannot hold the node', function () {
     assert.match(last((await retry.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l))).message, /made no progress/);
   });
 });
+
+describe('tenants: a test install ends at its time limit', function () {
+  this.timeout(180_000);
+  const w = tenantWallets();
+  let node: TenantNode;
+  let trickle: Awaited<ReturnType<typeof tricklingRegistry>>;
+
+  after(async () => {
+    await node?.stop();
+    await trickle?.close();
+  });
+
+  it('a test install still pulling after testInstall.timeoutSeconds is ended and leaves nothing', async () => {
+    const docker = await ensureDocker();
+    const port = await freeTenantPort();
+    trickle = await tricklingRegistry(port);
+    // The stall limit is far; the test install's own time limit (3 s) ends it first.
+    node = await startTenantNode({ docker, wallets: w, apps: { privateRegistries: [docker.registry, `127.0.0.1:${port}`], pullStallSeconds: 120, testInstall: { timeoutSeconds: 3 } } });
+    const spec = v8Spec(w.b.legacyid, 'slowtest', [component('web', `127.0.0.1:${port}/slow/app:1`, await freeTenantPort(), 8080, { commands: IDLE })]);
+    ok(await node.post('/apps/appregister', await signedMessage(w.b, spec), node.headers.b));
+    const started = Date.now();
+    const lines = ndjson(await node.get('/apps/testappinstall/slowtest', node.headers.b));
+    const tookS = (Date.now() - started) / 1000;
+    const end = last(lines);
+    assert.equal(end.status, 'error', JSON.stringify(end));
+    assert.match(end.message, /the test installation took longer than 3 s/, JSON.stringify(end));
+    assert.ok(tookS < 60, `ended after ${tookS} s`);
+    assert.equal((await docker.cli(['ps', '-a', '--filter', 'label=corenode.app=slowtest', '--format', '{{.Names}}'])).trim(), '');
+    assert.equal((await docker.cli(['network', 'ls', '-q', '--filter', 'name=coreDockerNetwork_slowtest'])).trim(), '');
+    const volumes = path.join(node.dataDir, 'apps', 'volumes');
+    assert.deepEqual(fs.existsSync(volumes) ? fs.readdirSync(volumes).filter((f) => f.includes('slowtest')) : [], []);
+  });
+});
