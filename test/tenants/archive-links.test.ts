@@ -13,7 +13,7 @@ import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { eventually } from '../support/wait.ts';
 import { IDLE, component, data, last, ndjson, v8Spec } from '../apps/support.ts';
 import { tgz, type Entry } from '../volumes/archives.ts';
-import { freeTenantPort, registerAndPay, removeFromDocker, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 /** `s0 -> .`, then `sK -> s(K-1)/..`: each alone resolves to the folder it sits in. */
 const chain = (n: number, prefix = ''): Entry[] => [
@@ -31,17 +31,11 @@ describe('tenants: archives with link chains (extract, restore of an upload)', f
   let volume: string;
   let appdata: string;
 
+  /** Start an operation as B and wait for its end. */
   async function op(route: string, body: Record<string, unknown>): Promise<any> {
-    const started = await node.post(route, body, node.headers.b);
+    const { started, done } = await runOperation(node, node.headers.b, route, body);
     assert.equal(started.status, 202, said(started));
-    const { jobId } = started.json.data;
-    return eventually(
-      async () => {
-        const d = (await node.get(`/apps/operations/${jobId}`, node.headers.b)).json?.data;
-        return d && d.status !== 'Running' ? d : null;
-      },
-      { what: `operation ${route}`, timeoutMs: 120_000, everyMs: 100 },
-    );
+    return done;
   }
 
   async function upload(archive: Buffer) {

@@ -22,7 +22,7 @@ import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts
 import { hostileArchives, tgz } from '../volumes/archives.ts';
 import { Rogue } from '../peers/rogue.ts';
 import { joinPeer } from './peer.ts';
-import { freeTenantPort, registerAndPay, removeFromDocker, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 const ALL_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers', 'filesync', 'benchmark'];
 const MARKER = `corpus${crypto.randomBytes(4).toString('hex')}`;
@@ -68,17 +68,10 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
     return a;
   }
   const asB = (p: string) => node.get(p, node.headers.b);
-  const postB = (p: string, body: unknown) => node.post(p, body, node.headers.b);
-  /** An operation as B to its end: the final answer's status is the 202's, its text the operation's record. */
+  /** An operation as B to its end: the start's status, the operation's record as the text (the start's when refused). */
   async function operation(p: string, body: unknown): Promise<Answer> {
-    const started = await postB(p, body);
-    if (started.status !== 202) return started;
-    const id = started.json.data.jobId;
-    const done = await until(`operation ${id}`, async () => {
-      const d = (await asB(`/apps/operations/${id}`)).json?.data;
-      return d && d.status !== 'Running' ? d : null;
-    }, 120_000);
-    return { ...started, text: JSON.stringify(done), json: done };
+    const { started, done } = await runOperation(node, node.headers.b, p, body);
+    return done ? { ...started, text: JSON.stringify(done), json: done } : started;
   }
   const tree = (dir: string) =>
     walk(dir)

@@ -12,10 +12,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ensureDocker, type TestDocker } from '../support/docker.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
-import { eventually } from '../support/wait.ts';
 import type { Answer } from '../support/node.ts';
 import { IDLE, component, data, error, last, ndjson, signedMessage, until, v8Spec } from '../apps/support.ts';
-import { freeTenantPort, registerAndPay, removeFromDocker, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 describe('tenants: mounts (containerData host names, links in place of mount sources)', function () {
   this.timeout(600_000);
@@ -54,16 +53,9 @@ describe('tenants: mounts (containerData host names, links in place of mount sou
 
   /** Start an operation as B and wait for its end. */
   async function op(route: string, body: Record<string, unknown>): Promise<any> {
-    const started = await node.post(route, body, node.headers.b);
+    const { started, done } = await runOperation(node, node.headers.b, route, body);
     assert.equal(started.status, 202, said(started));
-    const { jobId } = started.json.data;
-    return eventually(
-      async () => {
-        const d = (await node.get(`/apps/operations/${jobId}`, node.headers.b)).json?.data;
-        return d && d.status !== 'Running' ? d : null;
-      },
-      { what: `operation ${route}`, timeoutMs: 120_000, everyMs: 100 },
-    );
+    return done;
   }
 
   const bSees = async () => (await docker.cli(['exec', 'coreweb_mntb', 'ls', '-a', '/data'])).split('\n').filter(Boolean);

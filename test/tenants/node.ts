@@ -161,6 +161,8 @@ export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode>
         clearTimeout(t);
       }
       if (!opts.keepData) {
+        // Its apps leave the shared test dockerd with it: the files of this area reuse app names and ports.
+        await removeContainersOf(o.docker, dir);
         await unmountUnder(dir);
         fs.rmSync(dir, { recursive: true, force: true });
       }
@@ -187,8 +189,36 @@ export async function registerAndPay(node: TenantNode, ltc: Regtest, registryAdd
   return hash;
 }
 
+/**
+ * Start a long-running operation (202 + Location) as `headers` and wait for its end: the start's answer, and
+ * the operation's record once it is no longer Running (null when the start was refused).
+ */
+export async function runOperation(node: Client, headers: Record<string, string>, route: string, body: unknown): Promise<{ started: Answer; done: any }> {
+  const started = await node.post(route, body, headers);
+  if (started.status !== 202) return { started, done: null };
+  const { jobId } = started.json.data;
+  const done = await until(`operation ${route} (${jobId})`, async () => {
+    const d = (await node.get(`/apps/operations/${jobId}`, headers)).json?.data;
+    return d && d.status !== 'Running' ? d : null;
+  }, 120_000);
+  return { started, done };
+}
+
 /** The status of an answer and its error envelope's message, for assertions that print what came back. */
 export const said = (a: Answer) => `${a.status} ${a.text.slice(0, 400)}`;
+
+/** Remove the containers (and their apps' networks) whose binds lie under `dir`: what one node made. */
+async function removeContainersOf(docker: TestDocker, dir: string): Promise<void> {
+  const ids = (await docker.cli(['ps', '-aq', '--filter', 'label=corenode.managed=true']).catch(() => '')).split('\n').filter(Boolean);
+  const apps = new Set<string>();
+  for (const id of ids) {
+    const info = await docker.inspect(id).catch(() => null);
+    if (!info?.Mounts?.some((m: { Source: string }) => m.Source.startsWith(dir + path.sep))) continue;
+    apps.add(info.Config.Labels['corenode.app']);
+    await docker.cli(['rm', '-f', id]).catch(() => '');
+  }
+  await removeFromDocker(docker, [...apps]);
+}
 
 /**
  * Remove from the test dockerd the containers and networks of `apps` (a node's stop leaves them, as a node

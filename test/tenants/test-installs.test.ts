@@ -85,7 +85,8 @@ describe('tenants: an unpaid test install cannot hold the node', function () {
       const spec = v8Spec(w.a.legacyid, name, [component('web', docker.images.busybox, await freeTenantPort(), 8080, { commands: IDLE })]);
       await registerAndPay(node, ltc, registryAddress, 'a', w, spec);
     }
-    assert.equal(last(ndjson(await node.get('/apps/installapplocally/victima', node.headers.admin))).status, 'success');
+    const installed = last(ndjson(await node.get('/apps/installapplocally/victima', node.headers.admin)));
+    assert.equal(installed.status, 'success', JSON.stringify(installed));
   });
   after(async () => {
     await node?.stop();
