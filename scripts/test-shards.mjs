@@ -24,7 +24,7 @@ import path from 'node:path';
 // With it in the third they ended after 492, 490, 504 and 430 s (corectl from dist/ had made the last
 // lighter): it runs in the last now.
 const SHARDS = [
-  ['test/apps', 'test/contract', 'test/node'],
+  ['test/apps', 'test/contract', 'test/node', 'test/tenants'],
   ['test/explorer', 'test/volumes'],
   ['test/deployer', 'test/attack', 'test/cli'],
   ['test/peers', 'test/filesync', 'test/core', 'test/daemon', 'test/benchmark', 'test/identity', 'test/explorer/kill.test.ts'],
