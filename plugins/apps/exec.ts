@@ -6,13 +6,19 @@
  *   node -> client  {"type":"output","data":"..."}   {"type":"exit","code":0}   {"type":"error","message":"..."}
  * The container is looked up by its exact name from the installed record (inside.ts).
  */
-import { PassThrough } from 'node:stream';
 import { reply, type HandlerInput, type Socket } from '../../core/plugin-api.ts';
 import type { Engine } from './engine.ts';
 import { argvOf, envOf, inspectTarget, type Target } from './inside.ts';
+import { Demux } from './logstream.ts';
 
 /** Largest terminal frame the node reads (a paste); bigger frames close the socket. */
 const MAX_FRAME = 64 * 1024;
+/**
+ * Terminal output the node queues for a client before it stops reading the command's output (a websocket
+ * has no backpressure of its own): the command then blocks on its terminal until the client reads.
+ */
+const MAX_QUEUED = 1 << 20;
+const DRAIN_POLL_MS = 50;
 
 export async function execStream(engine: Engine, t: Target, body: Record<string, unknown>) {
   const argv = argvOf(body.cmd);
@@ -20,13 +26,14 @@ export async function execStream(engine: Engine, t: Target, body: Record<string,
   await inspectTarget(engine, t);
   const exec = await engine.container(t.container).exec({ Cmd: argv, Env: env, AttachStdout: true, AttachStderr: true, Tty: false });
   const stream = await exec.start({ hijack: true, stdin: false });
-  const out = new PassThrough();
+  // Piped, so a client that reads slowly slows the read from Docker and the command in the container
+  // blocks on its output. dockerode's demuxStream wrote whatever came into the answer, read or not: a command
+  // printing without end to a client that read nothing grew the node by what it printed.
+  const out = stream.pipe(new Demux(false));
   out.on('error', () => {});
-  engine.docker.modem.demuxStream(stream, out, out);
   const end = () => {
     if (!out.writableEnded) out.end();
   };
-  stream.on('end', end);
   stream.on('close', end);
   stream.on('error', end);
   // A client that goes away ends the exec's attachment; the command itself runs to its end in the container.
@@ -43,7 +50,18 @@ export async function terminal(engine: Engine, t: Target, input: HandlerInput, w
   const exec = await engine.container(t.container).exec({ Cmd: [cmd], AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: true, Env: ['TERM=xterm'] });
   const stream = await exec.start({ hijack: true, stdin: true, Tty: true } as any);
   send({ type: 'ready', container: t.container });
-  stream.on('data', (d: Buffer) => send({ type: 'output', data: d.toString('utf8') }));
+  let draining: ReturnType<typeof setInterval> | undefined;
+  stream.on('data', (d: Buffer) => {
+    send({ type: 'output', data: d.toString('utf8') });
+    if (draining || ws.bufferedAmount <= MAX_QUEUED) return;
+    stream.pause();
+    draining = setInterval(() => {
+      if (ws.readyState === 1 && ws.bufferedAmount > MAX_QUEUED) return;
+      clearInterval(draining);
+      draining = undefined;
+      stream.resume();
+    }, DRAIN_POLL_MS);
+  });
   let closed = false;
   const finish = async () => {
     if (closed) return;
@@ -79,6 +97,7 @@ export async function terminal(engine: Engine, t: Target, input: HandlerInput, w
   });
   ws.on('close', () => {
     closed = true;
+    clearInterval(draining);
     stream.end();
     stream.destroy();
   });
