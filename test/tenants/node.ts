@@ -86,7 +86,11 @@ export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode>
   for (const p of new Set(['host', 'node', ...plugins])) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${p}.yaml`), path.join(manifests, `${p}.yaml`));
   const policyFile = path.join(dir, 'policy-source.json');
   await writePolicy(policyFile, o.wallets.coreTeam);
-  const port = await freeTenantPort();
+  // A node started again on a kept data folder keeps its API port: its apps' host ports were chosen clear of
+  // that port's neighbours, which a new port's could be (the node refuses them to apps).
+  const keptConfig = path.join(dir, 'node.json');
+  const kept = o.dataDir && fs.existsSync(keptConfig) ? (JSON.parse(fs.readFileSync(keptConfig, 'utf8')).api?.port as number | undefined) : undefined;
+  const port = kept ?? (await freeTenantPort());
   // The API's neighbours are the node's own ports (refused for apps): no app of the tests is given one.
   holdPorts([port - 1, port + 1, port + 2, port + 3]);
   const config: Record<string, unknown> = {
