@@ -11,11 +11,11 @@ import { WebSocket } from 'ws';
 import { REPO_ROOT } from '../../core/config.ts';
 import { loadManifestDir, type RouteSpec } from '../../core/manifest/parse.ts';
 import { namesApp, type NamePlace } from '../../core/http/app-name.ts';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import type { Answer } from '../support/node.ts';
 import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts';
-import { TENANT_PLUGINS, freeTenantPort, registerAndPay, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { TENANT_PLUGINS, freeTenantPort, registerAndPay, said, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 const VICTIM = 'namevictim';
 const ATTACKER = 'nameattacker';
@@ -54,9 +54,7 @@ describe('tenants: one name for the app a request acts on', function () {
   }
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    ({ docker, ltc, registryAddress } = await paidWorld());
     node = await startTenantNode({ docker, ltc, registryAddress, wallets: w });
     for (const [owner, name] of [['a', VICTIM], ['b', ATTACKER]] as const) {
       const spec = v8Spec(w[owner].legacyid, name, [component('web', docker.images.busybox, await freeTenantPort(), 8080, { commands: IDLE })]);

@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import { eventually } from '../support/wait.ts';
 import { IDLE, component, data, last, ndjson, v8Spec } from '../apps/support.ts';
 import { tgz, type Entry } from '../volumes/archives.ts';
-import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, said, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 /** `s0 -> .`, then `sK -> s(K-1)/..`: each alone resolves to the folder it sits in. */
 const chain = (n: number, prefix = ''): Entry[] => [
@@ -65,9 +65,7 @@ describe('tenants: archives with link chains (extract, restore of an upload)', f
   }
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    ({ docker, ltc, registryAddress } = await paidWorld());
     node = await startTenantNode({ docker, ltc, registryAddress, wallets: w });
     for (const [owner, name] of [['a', 'arca'], ['b', 'arcb']] as const) {
       const spec = v8Spec(w[owner].legacyid, name, [component('web', docker.images.busybox, await freeTenantPort(), 8080, { commands: IDLE })]);

@@ -15,14 +15,14 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import type { Answer } from '../support/node.ts';
 import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts';
 import { hostileArchives, tgz } from '../volumes/archives.ts';
 import { Rogue } from '../peers/rogue.ts';
 import { joinPeer } from './peer.ts';
-import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 const ALL_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers', 'filesync', 'benchmark'];
 const MARKER = `corpus${crypto.randomBytes(4).toString('hex')}`;
@@ -80,9 +80,7 @@ describe('tenants: an attack corpus over every surface (one node process, all pl
       .join('\n');
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    ({ docker, ltc, registryAddress } = await paidWorld());
     node = await startTenantNode({
       docker,
       ltc,

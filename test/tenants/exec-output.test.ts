@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import WebSocket from 'ws';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts';
-import { freeTenantPort, registerAndPay, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 const APP = 'execflood';
 const CONTAINER = `coreweb_${APP}`;
@@ -26,9 +26,8 @@ describe('tenants: command output nobody reads (appexec and the terminal)', func
   let node: TenantNode;
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    const registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    let registryAddress: string;
+    ({ docker, ltc, registryAddress } = await paidWorld());
     node = await startTenantNode({ docker, ltc, registryAddress, wallets: w });
     await registerAndPay(node, ltc, registryAddress, 'b', w, v8Spec(w.b.legacyid, APP, [component('web', docker.images.busybox, await freeTenantPort(), 8080, { commands: IDLE })]));
     const lines = ndjson(await node.get(`/apps/installapplocally/${APP}`, node.headers.admin));

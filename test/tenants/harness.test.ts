@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import { IDLE, component, last, ndjson, until, v8Spec } from '../apps/support.ts';
-import { freeTenantPort, registerAndPay, removeFromDocker, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 describe('tenants: the harness (two owners on one node process)', function () {
   this.timeout(240_000);
@@ -19,9 +19,7 @@ describe('tenants: the harness (two owners on one node process)', function () {
   let registryAddress: string;
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    ({ docker, ltc, registryAddress } = await paidWorld());
     node = await startTenantNode({ docker, ltc, registryAddress, wallets: w });
   });
   after(async () => {

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import { component, last, ndjson, until, v8Spec } from '../apps/support.ts';
-import { freeTenantPort, registerAndPay, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, said, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 const LINE = 'x'.repeat(999);
 const LINES = 13_000; // 13,000 lines of 1,000 bytes: 13 MB of log
@@ -53,9 +53,7 @@ describe('tenants: log answers (an owner asking for a 13 MB log eight times at o
   let registryAddress: string;
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    ({ docker, ltc, registryAddress } = await paidWorld());
     // The node-wide bound set low enough to be reached by the callers of this test.
     node = await startTenantNode({ docker, ltc, registryAddress, wallets: w, apps: { streams: { perCaller: 4, total: 6 } } });
     for (const [owner, name, script] of [['a', 'tenanta', QUIET], ['b', 'tenantb', WRITE_LOG]] as const) {

@@ -10,11 +10,11 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { TestDocker } from '../support/docker.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import type { Answer } from '../support/node.ts';
 import { IDLE, component, data, error, last, ndjson, signedMessage, until, v8Spec } from '../apps/support.ts';
-import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, removeFromDocker, runOperation, said, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 describe('tenants: mounts (containerData host names, links in place of mount sources)', function () {
   this.timeout(600_000);
@@ -61,9 +61,7 @@ describe('tenants: mounts (containerData host names, links in place of mount sou
   const bSees = async () => (await docker.cli(['exec', 'coreweb_mntb', 'ls', '-a', '/data'])).split('\n').filter(Boolean);
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    ({ docker, ltc, registryAddress } = await paidWorld());
     node = await startTenantNode({ docker, ltc, registryAddress, wallets: w });
     mounts = path.join(node.dataDir, 'apps', 'mounts');
     await install('a', 'mnta');

@@ -14,8 +14,8 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { clientAt, SAFE_NODE, type Answer, type Client } from '../support/node.ts';
 import { entryArgs } from '../support/entry.ts';
 import { freePortIn, holdPorts } from '../support/ports.ts';
-import { unmountUnder, type TestDocker } from '../support/docker.ts';
-import type { Regtest } from '../support/litecoind.ts';
+import { ensureDocker, unmountUnder, type TestDocker } from '../support/docker.ts';
+import { startLitecoind, type Regtest } from '../support/litecoind.ts';
 import { ok } from '../support/envelope.ts';
 import { bitcoinWallet, login, type TestWallet } from '../support/wallets.ts';
 import { hardNofile, pay, signedMessage, tmp, until, writePolicy } from '../apps/support.ts';
@@ -72,6 +72,13 @@ export interface TenantNode extends Client {
   rssMb(): number;
   /** Stop the process; the data folder (volumes unmounted) is removed unless `keepData`. */
   stop(opts?: { keepData?: boolean }): Promise<void>;
+}
+
+/** The test dockerd, a regtest litecoind with coins to pay from, and the address registrations are paid to. */
+export async function paidWorld(): Promise<{ docker: TestDocker; ltc: Regtest; registryAddress: string }> {
+  const [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
+  await ltc.mine(101);
+  return { docker, ltc, registryAddress: await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']) };
 }
 
 export const TENANT_PLUGINS = ['identity', 'daemon', 'explorer', 'apps', 'volumes', 'peers'];

@@ -11,10 +11,10 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { ensureDocker, type TestDocker } from '../support/docker.ts';
-import { startLitecoind, type Regtest } from '../support/litecoind.ts';
+import type { Regtest } from '../support/litecoind.ts';
 import { err, ok } from '../support/envelope.ts';
 import { IDLE, component, last, ndjson, signedMessage, until, v8Spec } from '../apps/support.ts';
-import { freeTenantPort, registerAndPay, said, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
+import { freeTenantPort, registerAndPay, said, paidWorld, startTenantNode, tenantWallets, type TenantNode } from './node.ts';
 
 /**
  * A registry that answers its ping at once and then trickles: every other request gets its headers and a
@@ -68,9 +68,7 @@ describe('tenants: an unpaid test install cannot hold the node', function () {
   let tricklePort: number;
 
   before(async () => {
-    [docker, ltc] = await Promise.all([ensureDocker(), startLitecoind()]);
-    await ltc.mine(101);
-    registryAddress = await ltc.rpc.call<string>('getnewaddress', ['', 'legacy']);
+    ({ docker, ltc, registryAddress } = await paidWorld());
     tricklePort = await freeTenantPort();
     trickle = await tricklingRegistry(tricklePort);
     node = await startTenantNode({
