@@ -3,19 +3,10 @@
  * one, a string, taken from the places the handler reads; else a 400 that names the field and the places.
  */
 import assert from 'node:assert/strict';
-import { ApiError } from '../../core/plugin-api.ts';
 import { decideAppName, namesApp } from '../../core/http/app-name.ts';
+import { validationRefusal } from '../support/refusal.ts';
 
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof ApiError, String(e));
-    assert.deepEqual([e.code, e.name], [400, 'ValidationError']);
-    return e.message;
-  }
-  assert.fail('not refused');
-}
+const refusal = validationRefusal;
 
 describe('the app a request acts on (one name, decided by the host)', () => {
   it('is the one name every place gives', () => {

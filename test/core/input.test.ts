@@ -4,10 +4,10 @@
  * keyword's file:line:column; a plugin's `x` blocks checked against its `routeData`.
  */
 import assert from 'node:assert/strict';
-import { ApiError } from '../../core/plugin-api.ts';
 import { ManifestError, parseManifest } from '../../core/manifest/parse.ts';
 import { checkRouteData } from '../../core/manifest/route-data.ts';
 import { bindRoute } from '../../core/http/chain.ts';
+import { validationRefusal } from '../support/refusal.ts';
 
 const HEAD = 'format: 1\nplugin: demo\nversion: 1.0.0\ndefaults: { level: public }\nroutes:\n';
 
@@ -16,16 +16,7 @@ function route(yaml: string) {
   return { m, bound: bindRoute(m.routes[0], undefined) };
 }
 
-function refusal(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    assert.ok(e instanceof ApiError, String(e));
-    assert.deepEqual([e.code, e.name], [400, 'ValidationError']);
-    return e.message;
-  }
-  assert.fail('not refused');
-}
+const refusal = validationRefusal;
 
 describe('manifest input (merged path, body and query)', () => {
   const { bound } = route(
