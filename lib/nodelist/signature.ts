@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import bitcoinMessage from 'bitcoinjs-message';
+import { canonicalIp, hostOf } from '../net-addr/addr.ts';
 
 interface Secp256k1 {
   recover(hash: Buffer, signature: Buffer, recovery: number, compressed?: boolean): Buffer;
@@ -31,20 +32,25 @@ export function signedBy(message: string, pubKey: string, signature: string): bo
   }
 }
 
-/** The host part of a node list `ip` (`1.2.3.4` or `1.2.3.4:16137`). */
-export function hostOf(ip: string): string {
-  return ip.includes(':') ? ip.slice(0, ip.lastIndexOf(':')) : ip;
-}
+export { hostOf };
 
 export interface ListedNode {
   ip?: string;
   pubkey?: string;
 }
 
-/** Whether the list has `pubKey` at the host `ip`. */
+/** Whether the list has `pubKey` at the host `ip` (any form of the same address). */
 export function listedAt(list: unknown, pubKey: string, ip: string): boolean {
   const k = pubKey.toLowerCase();
-  return Array.isArray(list) && list.some((n: ListedNode) => typeof n?.pubkey === 'string' && n.pubkey.toLowerCase() === k && hostOf(String(n.ip ?? '')) === ip);
+  const host = canonicalIp(ip) ?? ip;
+  return Array.isArray(list) && list.some((n: ListedNode) => typeof n?.pubkey === 'string' && n.pubkey.toLowerCase() === k && hostOf(String(n.ip ?? '')) === host);
+}
+
+/** The addresses the list gives `pubKey` (usually one). */
+export function listedAddresses(list: unknown, pubKey: string): string[] {
+  const k = pubKey.toLowerCase();
+  if (!Array.isArray(list)) return [];
+  return list.filter((n: ListedNode) => typeof n?.pubkey === 'string' && n.pubkey.toLowerCase() === k).map((n: ListedNode) => hostOf(String(n.ip ?? '')));
 }
 
 const B58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';

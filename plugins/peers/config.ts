@@ -27,8 +27,9 @@ export const peerConfigSchema = configSchema<PeersConfig>({
   type: 'object',
   additionalProperties: false,
   properties: {
-    ip: { type: 'string', pattern: '^$|^[0-9]{1,3}(\\.[0-9]{1,3}){3}$', default: '' },
-    seeds: { type: 'array', maxItems: 100, items: { type: 'string', pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}:[0-9]{1,5}$' }, default: [] },
+    // IPv4, or IPv6 (seeds bracket it: `[2001:db8::1]:16127`).
+    ip: { type: 'string', maxLength: 45, pattern: '^$|^[0-9]{1,3}(\\.[0-9]{1,3}){3}$|^[0-9a-fA-F:]*:[0-9a-fA-F:.]*$', default: '' },
+    seeds: { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 60, pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}:[0-9]{1,5}$|^\\[[0-9a-fA-F:.]+\\]:[0-9]{1,5}$' }, default: [] },
     ...Object.fromEntries(Object.entries(DEFAULTS).filter(([k]) => k !== 'minimums').map(([k, v]) => [k, num(v as number)])),
     minimums: {
       type: 'object',

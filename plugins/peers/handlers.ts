@@ -1,6 +1,7 @@
 /** Route handlers of manifests/peers.yaml. */
 import { ApiError, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
 import { carriesRepoauth, REPOAUTH_IS_PUBLIC } from '../apps/api.ts';
+import { canonicalIp, formatAddr, parseAddr } from '../../lib/net-addr/addr.ts';
 import type { Locations } from './locations.ts';
 import type { Conn } from './protocol/conn.ts';
 import type { PeerNode } from './protocol/node.ts';
@@ -14,14 +15,14 @@ export interface HandlerDeps {
 
 const NO_IP = () => new ApiError(400, 'BadRequest', 'No IP address specified.');
 
-/** `ip` or `ip:port` with this node's API port as the default port (nodes of one network share it). */
+/** `ip`, `ip:port` or `[ipv6]:port`, with this node's API port as the default port (nodes of one network share it). */
 function addrOf(ip: string | undefined, port: number) {
   if (!ip) throw NO_IP();
-  const [host, p] = ip.split(':');
-  if (host.split('.').some((x) => Number(x) > 255)) throw new ApiError(400, 'BadRequest', `${ip} is not an IPv4 address`);
-  const n = p === undefined ? port : Number(p);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new ApiError(400, 'BadRequest', `${ip} has no valid port`);
-  return { ip: host, port: n, addr: `${host}:${n}`, exact: p !== undefined };
+  const withPort = parseAddr(ip);
+  const bare = withPort ? null : canonicalIp(ip);
+  if (!withPort && !bare) throw new ApiError(400, 'BadRequest', ip.includes(':') && !ip.includes('[') && ip.includes('.') ? `${ip} has no valid port` : `${ip} is not an IPv4 address, nor an IPv6 one`);
+  const a = withPort ?? { ip: bare!, port };
+  return { ip: a.ip, port: a.port, addr: formatAddr(a.ip, a.port), exact: !!withPort };
 }
 
 /** Each shortfall of the open links against `peers.minimums` (checkcommunication; the node plugin's DOS rounds). */

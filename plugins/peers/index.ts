@@ -15,6 +15,7 @@ import { peerConfigSchema, protocolConfig, type PeersConfig } from './config.ts'
 import { CommandSignatures, type Remembered } from './command-signatures.ts';
 import { GlobalCommands } from './global.ts';
 import { makeHandlers, shortfalls } from './handlers.ts';
+import { addOutgoingPeer, dialBackAsker } from './dial-back.ts';
 import { Locations } from './locations.ts';
 import { Membership, NOT_LISTED } from './membership.ts';
 import { loadOrCreateKeys } from './protocol/keys.ts';
@@ -84,6 +85,7 @@ export default definePlugin({
       log: ctx.log,
     });
     const bound = ctx.node.apiHost && ctx.node.apiHost !== '0.0.0.0' && ctx.node.apiHost !== '::' ? ctx.node.apiHost : undefined;
+    let askDialBack: ((addr: string) => void) | undefined;
     const net = new PeerNode(keys, wsTransport({ localAddress: bound, maxPayload: 64 * 1024, path: '/ws/core', timeoutMs: pc.handshakeMs ?? 10_000 }), pc, {
       now: () => Date.now(),
       setTimer: (fn, ms) => {
@@ -96,6 +98,7 @@ export default definePlugin({
         if (dropped.length) void store.remove({ hash: { $in: dropped } }, { multi: true }).catch(() => undefined);
       },
       log: ctx.log,
+      askDialBack: (addr) => askDialBack?.(addr),
       admission: membership,
       // What the network carries is public: a message with registry credentials in it goes nowhere.
       refuse: (_type, payload) => (carriesRepoauth(payload) ? REPOAUTH_IS_PUBLIC : undefined),
@@ -113,6 +116,25 @@ export default definePlugin({
       }
     }, cfg.nodeListCacheMs);
     recheck.unref();
+    askDialBack = dialBackAsker(net, bound, ctx.log);
+
+    // Discovery: the nodes of the node list are the addresses to dial (seeds stay an option), read as often
+    // as admissions re-read the list; this node's own entry gives its address.
+    // An unreadable list (the daemon still starting, or down) is tried again within 5 s.
+    let discovery: NodeJS.Timeout | undefined;
+    let disposed = false;
+    const discover = async () => {
+      const l = await membership.listed().catch(() => null);
+      if (disposed) return;
+      if (l) {
+        const fresh = l.addrs.some((a) => !net.known.get(a)?.listed);
+        net.setListed(l.addrs);
+        if (l.own && !cfg.ip) net.setOwnAddress(l.own.ip);
+        if (fresh) net.maintain();
+      }
+      discovery = setTimeout(() => void discover(), l ? cfg.nodeListCacheMs : Math.min(cfg.nodeListCacheMs, 5_000));
+      discovery.unref();
+    };
 
     const locations = new Locations(() => Date.now(), cfg.locationTtlMs);
     const kept = await purgeKept(store, ctx.log);
@@ -175,16 +197,20 @@ export default definePlugin({
     };
 
     net.start();
+    if (cfg.membership === 'nodelist') void discover();
     announcer.start();
     const handlers = makeHandlers({ net, locations, recent, ownAddr });
     return {
       handlers: {
         ...handlers,
         peerSocket: websocket((input, socket) => net.accept(linkOfSocket(socket, input.ip))),
+        addoutgoingpeer: addOutgoingPeer(net, membership),
       },
       services: { peers: service },
       dispose: () => {
         clearInterval(recheck);
+        disposed = true;
+        clearTimeout(discovery);
         announcer.stop();
         global.stop();
         net.stop();

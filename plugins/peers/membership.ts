@@ -12,7 +12,8 @@
  */
 import type { Log } from '../../core/plugin-api.ts';
 import type { DaemonService } from '../daemon/api.ts';
-import { listedAt, nodeSigner, PUBKEY, signedBy, type NodeSigner } from '../../lib/nodelist/signature.ts';
+import { listedAddresses, listedAt, nodeSigner, PUBKEY, signedBy, type ListedNode, type NodeSigner } from '../../lib/nodelist/signature.ts';
+import { canonicalIp, formatAddr, isIpv6, parseListed } from '../../lib/net-addr/addr.ts';
 import type { Admission, MemberProof } from './protocol/node.ts';
 
 export const proofText = (peerKey: string, nonce: string) => `corenode peer\n${peerKey}\n${nonce}`;
@@ -39,6 +40,22 @@ export interface MembershipOptions {
   cacheMs: number;
   missRefreshMs: number;
   log: Log;
+}
+
+/** The API port of a node list entry that names none (the reference's default). */
+export const DEFAULT_API_PORT = 16127;
+
+/**
+ * Whether the list shows `pubKey` where a link from or to `ip` may come from: at `ip` itself, or, when the
+ * list gives it addresses of the other family only, anywhere in `ip`'s family. A node list entry has one
+ * address; a dual-stack node listed at its IPv4 reaches an IPv6-only node from its IPv6, which no list
+ * shows. Such a link is bound to the key alone (its proof over this link's nonce), not to an address: the
+ * one place a stolen node key could join from an address not its own (README: Membership).
+ */
+export function listedFor(list: unknown, pubKey: string, ip: string): boolean {
+  if (listedAt(list, pubKey, ip)) return true;
+  const at = listedAddresses(list, pubKey).map((a) => canonicalIp(a)).filter((a): a is string => !!a);
+  return at.length > 0 && at.every((a) => isIpv6(a) !== isIpv6(ip));
 }
 
 export class Membership implements Admission {
@@ -112,8 +129,8 @@ export class Membership implements Admission {
     if (!signedBy(proofText(a.key, a.nonce), p.pubKey, p.sig)) return { ok: false, code: NOT_LISTED, reason: 'the node key proof does not verify' };
     try {
       let nodes = await this.nodes(false);
-      if (!listedAt(nodes, p.pubKey, a.ip)) nodes = await this.nodes(true);
-      if (!listedAt(nodes, p.pubKey, a.ip)) return { ok: false, code: NOT_LISTED, reason: `node key ${p.pubKey.slice(0, 16)}… is not listed at ${a.ip}` };
+      if (!listedFor(nodes, p.pubKey, a.ip)) nodes = await this.nodes(true);
+      if (!listedFor(nodes, p.pubKey, a.ip)) return { ok: false, code: NOT_LISTED, reason: `node key ${p.pubKey.slice(0, 16)}… is not listed at ${a.ip}` };
     } catch (e) {
       return { ok: false, code: LIST_UNAVAILABLE, reason: `the node list cannot be read: ${((e as Error).message ?? '').slice(0, 100)}` };
     }
@@ -144,7 +161,49 @@ export class Membership implements Admission {
   async stillListed(pubKey: string, ip: string): Promise<boolean | null> {
     if (this.o.mode === 'open') return true;
     try {
-      return listedAt(await this.nodes(false), pubKey, ip);
+      return listedFor(await this.nodes(false), pubKey, ip);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The nodes to dial from the node list (read at most every `cacheMs`): every entry's `ip:port` (the API
+   * port the reference uses when it names none), less this node's own entry, which gives this node's
+   * address instead. Null when the list cannot be read or membership is open.
+   */
+  async listed(): Promise<{ addrs: string[]; own: { ip: string; port: number } | null } | null> {
+    if (this.o.mode === 'open') return null;
+    let nodes: unknown[];
+    try {
+      nodes = await this.nodes(false);
+    } catch {
+      return null;
+    }
+    const mine = this.pubKey?.toLowerCase();
+    const addrs: string[] = [];
+    let own: { ip: string; port: number } | null = null;
+    for (const n of nodes as ListedNode[]) {
+      const a = parseListed(n?.ip, DEFAULT_API_PORT);
+      if (!a) continue;
+      if (mine && typeof n.pubkey === 'string' && n.pubkey.toLowerCase() === mine) own = a;
+      else addrs.push(formatAddr(a.ip, a.port));
+    }
+    return { addrs, own };
+  }
+
+  /**
+   * Whether `addr` (`ip:port`) is a node of the list (any key), for a dial-back asked from that address.
+   * Open membership: yes. Null when the list cannot be read.
+   */
+  async listsAddress(ip: string, port: number): Promise<boolean | null> {
+    if (this.o.mode === 'open') return true;
+    try {
+      const nodes = (await this.nodes(false)) as ListedNode[];
+      return nodes.some((n) => {
+        const a = parseListed(n?.ip, DEFAULT_API_PORT);
+        return !!a && a.ip === ip && a.port === port;
+      });
     } catch {
       return null;
     }

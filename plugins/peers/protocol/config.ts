@@ -18,6 +18,10 @@ export interface ProtocolConfig {
   maintainMs: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
+  /** An address whose node refused this one (not listed, banned), or that this node refused, is dialled again after this. */
+  refusedRetryMs: number;
+  /** While incoming links are short, ask other nodes to dial this one at most this often. */
+  dialBackMs: number;
   handshakeMs: number;
   /** A text frame over this is dropped and counted (the host's websocket limit, 64 KB, closes the link). */
   maxFrameBytes: number;
@@ -55,6 +59,12 @@ export const DEFAULTS: Omit<ProtocolConfig, 'ip' | 'port' | 'seeds'> = {
   maintainMs: 5_000,
   backoffBaseMs: 1_000,
   backoffMaxMs: 60_000,
+  // The node list is re-read every minute; a refused node dialled every 60 s at most made 1 refusal a
+  // minute per node that still lists it. Five minutes: a node listed meanwhile is retried at once anyway.
+  refusedRetryMs: 300_000,
+  // The reference asks for dial-backs every few minutes while short of incoming links; 30 s gets a new
+  // node its incoming links within its first minute on the network.
+  dialBackMs: 30_000,
   handshakeMs: 10_000,
   maxFrameBytes: 60_000,
   textPerSecond: 200,

@@ -1,4 +1,5 @@
 /** One link to a peer: its handshake state, counters and rate buckets. */
+import { formatAddr } from '../../../lib/net-addr/addr.ts';
 import type { Link } from './transport.ts';
 
 export class Bucket {
@@ -61,6 +62,6 @@ export class Conn {
   }
 
   get addr() {
-    return `${this.ip}:${this.port}`;
+    return formatAddr(this.ip, this.port);
   }
 }

@@ -71,15 +71,5 @@ export function parseOriginBody(m: string): OriginBody | null {
   return b as OriginBody;
 }
 
-const ADDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3}):(\d{1,5})$/;
-
-/** `ip:port` (IPv4), or null. */
-export function parseAddr(s: unknown): { ip: string; port: number } | null {
-  if (typeof s !== 'string') return null;
-  const m = ADDR.exec(s);
-  if (!m) return null;
-  const parts = m.slice(1, 5).map(Number);
-  const port = Number(m[5]);
-  if (parts.some((p) => p > 255) || port < 1 || port > 65535) return null;
-  return { ip: parts.join('.'), port };
-}
+/** `ip:port` or `[ipv6]:port` (lib/net-addr). */
+export { formatAddr, parseAddr } from '../../../lib/net-addr/addr.ts';

@@ -7,7 +7,8 @@
 import crypto from 'node:crypto';
 import { DEFAULTS, type ProtocolConfig } from './config.ts';
 import { Bucket, Conn } from './conn.ts';
-import { messageHash, parseAddr, parseFrame, parseOriginBody, signedText, type Frame, type Gossip, type OriginBody } from './frames.ts';
+import { formatAddr, messageHash, parseAddr, parseFrame, parseOriginBody, signedText, type Frame, type Gossip, type OriginBody } from './frames.ts';
+import { canonicalIp, groupOf } from '../../../lib/net-addr/addr.ts';
 import { isKey, verify, type NodeKeys } from './keys.ts';
 import type { Link, Transport } from './transport.ts';
 
@@ -59,6 +60,11 @@ export interface Env {
   admission?: Admission;
   now(): number;
   setTimer(fn: () => void, ms: number): { clear(): void };
+  /**
+   * Ask the node at `addr` to open a link to this one (it has fewer incoming links than it needs); the
+   * plugin calls that node's `/core/addoutgoingpeer` with this node's address. Optional.
+   */
+  askDialBack?(addr: string): void;
   /** Kept messages changed (persist them); optional. */
   onKept?(added: Kept[], dropped: string[]): void;
   /**
@@ -70,10 +76,20 @@ export interface Env {
 }
 
 interface Known {
+  /** seed, nodelist, peer, incoming, manual, dialback. */
   source: string;
   failures: number;
   nextTry: number;
+  /** In the node list this node last read. */
+  listed?: boolean;
 }
+
+/** Close codes by which the other side refused this node: not retried before `refusedRetryMs`. */
+const REFUSALS = new Set([4003, 4006]);
+/** Known addresses at most: a node list (about 13,000 nodes on the reference's network) and what peers tell. */
+const KNOWN_MAX = 50_000;
+/** What peers tell is kept only this far (an attacker's peer list cannot crowd out the node list). */
+const TOLD_MAX = 5_000;
 
 const rnd = () => crypto.randomBytes(12).toString('base64');
 
@@ -105,7 +121,7 @@ export class PeerNode {
   private readonly disconnects = new Map<string, { times: number[]; first: number; reason: string }>();
   readonly history: HistoryEvent[] = [];
   readonly health: { time: number; status: string; outgoing: number; incoming: number }[] = [];
-  readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0, sendQueueCuts: 0, refused: 0 };
+  readonly stats = { duplicates: 0, delivered: 0, badFrames: 0, gossipBytesSent: 0, sendQueueCuts: 0, refused: 0, dialBacksAsked: 0 };
   private timers: { clear(): void }[] = [];
   private pending = new Set<string>();
   /** What peers say this node's IP is (`seen` in their hello), while `autoIp`. */
@@ -113,6 +129,8 @@ export class PeerNode {
   /** Links opened per peer address (a record's `reconnects` is this less one). */
   readonly opens = new Map<string, number>();
   private stopped = false;
+  private told = 0;
+  private lastDialBackAsk = -Infinity;
 
   constructor(
     readonly keys: NodeKeys,
@@ -129,7 +147,17 @@ export class PeerNode {
     return this.keys.publicKey;
   }
   get self() {
-    return `${this.cfg.ip}:${this.cfg.port}`;
+    return formatAddr(this.cfg.ip, this.cfg.port);
+  }
+
+  /** This node's address as the node list gives it: it wins over what peers say they see. */
+  setOwnAddress(ip: string) {
+    const c = canonicalIp(ip);
+    if (!c || (c === this.cfg.ip && !this.cfg.autoIp)) return;
+    this.cfg.autoIp = false;
+    if (c !== this.cfg.ip) this.env.log?.info({ ip: c }, "peers: this node's address as the node list gives it");
+    this.cfg.ip = c;
+    this.known.delete(this.self);
   }
 
   // ------------------------------------------------------------------ lifecycle
@@ -169,9 +197,44 @@ export class PeerNode {
 
   learn(addr: string, source: string) {
     const a = parseAddr(addr);
-    if (!a || addr === this.self || this.known.has(addr)) return;
-    if (this.known.size >= 5000) return;
+    if (!a) return;
+    addr = formatAddr(a.ip, a.port);
+    if (addr === this.self || this.known.has(addr) || this.known.size >= KNOWN_MAX) return;
+    if (source === 'peer') {
+      if (this.told >= TOLD_MAX) return;
+      this.told++;
+    }
     this.known.set(addr, { source, failures: 0, nextTry: 0 });
+  }
+
+  /**
+   * The addresses of the node list just read (less this node's own): each becomes a known address to dial.
+   * A newly listed address is tried at once (even if it was refused before, when it was not listed yet);
+   * one no longer listed is forgotten unless a seed or a link keeps it.
+   */
+  setListed(addrs: string[]) {
+    const now = new Set<string>();
+    for (const raw of addrs) {
+      const a = parseAddr(raw);
+      if (!a) continue;
+      const addr = formatAddr(a.ip, a.port);
+      if (addr === this.self) continue;
+      now.add(addr);
+      const k = this.known.get(addr);
+      if (!k) {
+        if (this.known.size < KNOWN_MAX) this.known.set(addr, { source: 'nodelist', failures: 0, nextTry: 0, listed: true });
+      } else if (!k.listed) {
+        k.listed = true;
+        k.failures = 0;
+        k.nextTry = 0;
+      }
+    }
+    const linked = new Set([...this.conns].map((c) => c.addr));
+    for (const [addr, k] of this.known) {
+      if (!k.listed || now.has(addr)) continue;
+      k.listed = false;
+      if (k.source === 'nodelist' && !linked.has(addr)) this.known.delete(addr);
+    }
   }
 
   outgoing() {
@@ -189,33 +252,55 @@ export class PeerNode {
     return false;
   }
 
-  /** Top up outgoing peers from the known addresses (one distinct IP each), and sample health. */
+  /**
+   * Top up outgoing peers from the known addresses, spread over address groups (/16, IPv6 /32) and then
+   * over IPs: each pick is a candidate of the group, then the IP, with the fewest outgoing links so far
+   * (random among equals). Nodes sharing one public IP are distinct addresses (their own API ports) but
+   * one group. Then ask for dial-backs while incoming links are short, and sample health.
+   */
   maintain() {
     const now = this.env.now();
     const out = [...this.conns].filter((c) => c.direction === 'outbound' && c.state !== 'closed');
-    const usedIps = new Set(out.map((c) => c.ip));
     // Only outgoing links count: a node that is also an incoming peer may still be dialled (a seed has no
     // other way to get outgoing peers in a small network).
-    const connectedAddrs = new Set(out.map((c) => c.addr));
+    const busy = new Set([...out.map((c) => c.addr), ...this.pending]);
     let room = this.cfg.maxOutgoing - out.length - this.pending.size;
     if (room > 0) {
-      const candidates = [...this.known.entries()].filter(([addr, k]) => {
-        const ip = addr.slice(0, addr.lastIndexOf(':'));
-        return k.nextTry <= now && !usedIps.has(ip) && !connectedAddrs.has(addr) && !this.pending.has(addr) && !this.isBanned(ip);
-      });
-      for (let i = candidates.length - 1; i > 0; i--) {
-        const j = Math.floor(Math.random() * (i + 1));
-        [candidates[i], candidates[j]] = [candidates[j], candidates[i]];
+      const perGroup = new Map<string, number>();
+      const perIp = new Map<string, number>();
+      const count = (ip: string) => {
+        const g = groupOf(ip);
+        perGroup.set(g, (perGroup.get(g) ?? 0) + 1);
+        perIp.set(ip, (perIp.get(ip) ?? 0) + 1);
+      };
+      for (const addr of busy) {
+        const a = parseAddr(addr);
+        if (a) count(a.ip);
       }
-      for (const [addr] of candidates) {
-        if (room <= 0) break;
-        const ip = addr.slice(0, addr.lastIndexOf(':'));
-        if (usedIps.has(ip)) continue;
-        usedIps.add(ip);
+      const candidates: { addr: string; ip: string; group: string; r: number }[] = [];
+      for (const [addr, k] of this.known) {
+        if (k.nextTry > now || busy.has(addr)) continue;
+        const a = parseAddr(addr);
+        if (!a || this.isBanned(a.ip)) continue;
+        candidates.push({ addr, ip: a.ip, group: groupOf(a.ip), r: Math.random() });
+      }
+      while (room > 0 && candidates.length) {
+        let best = 0;
+        const score = (c: (typeof candidates)[number]) => [perGroup.get(c.group) ?? 0, perIp.get(c.ip) ?? 0, c.r];
+        let bs = score(candidates[0]);
+        for (let i = 1; i < candidates.length; i++) {
+          const sc = score(candidates[i]);
+          if (sc[0] < bs[0] || (sc[0] === bs[0] && (sc[1] < bs[1] || (sc[1] === bs[1] && sc[2] < bs[2])))) [best, bs] = [i, sc];
+        }
+        const pick = candidates[best];
+        candidates[best] = candidates[candidates.length - 1];
+        candidates.pop();
+        count(pick.ip);
         room--;
-        void this.connect(addr, 'auto');
+        void this.connect(pick.addr, this.known.get(pick.addr)?.source ?? 'auto');
       }
     }
+    this.dialBacks(now);
     const o = this.outgoing().length;
     const inc = this.incoming().length;
     this.health.push({ time: now, status: this.status(o, inc), outgoing: o, incoming: inc });
@@ -225,6 +310,25 @@ export class PeerNode {
       this.seen.delete(h);
     }
     this.expireKept(now);
+  }
+
+  /**
+   * While this node has fewer incoming links than `minimums.incoming`, every `dialBackMs` it asks as many
+   * known nodes as it lacks links to dial it (the reference's `addoutgoingpeer`): nodes it has no link with
+   * first, then its outgoing peers (a link each way with one node still counts as an incoming link).
+   */
+  private dialBacks(now: number) {
+    const need = this.cfg.minimums.incoming - this.incoming().length;
+    if (need <= 0 || !this.env.askDialBack || now - this.lastDialBackAsk < this.cfg.dialBackMs) return;
+    this.lastDialBackAsk = now;
+    const inbound = new Set([...this.conns].filter((c) => c.direction === 'inbound').map((c) => c.addr));
+    const outbound = new Set(this.outgoing().map((c) => c.addr));
+    const pool = [...this.known.entries()].filter(([addr, k]) => !inbound.has(addr) && (k.listed || k.source === 'seed' || outbound.has(addr)) && k.nextTry <= now);
+    pool.sort((a, b) => Number(outbound.has(a[0])) - Number(outbound.has(b[0])) || Math.random() - 0.5);
+    for (const [addr] of pool.slice(0, need)) {
+      this.stats.dialBacksAsked++;
+      this.env.askDialBack(addr);
+    }
   }
 
   private status(o: number, i: number) {
@@ -237,6 +341,7 @@ export class PeerNode {
   async connect(addr: string, source = 'manual'): Promise<'initiated' | 'already' | 'self' | 'refused'> {
     const a = parseAddr(addr);
     if (!a) return 'refused';
+    addr = formatAddr(a.ip, a.port);
     if (addr === this.self) return 'self';
     if ([...this.conns].some((c) => c.direction === 'outbound' && c.addr === addr) || this.pending.has(addr)) return 'already';
     if (this.isBanned(a.ip)) return 'refused';
@@ -261,16 +366,18 @@ export class PeerNode {
     return 'initiated';
   }
 
-  private backoff(addr: string) {
+  /** A failed dial or a lost link: retried after `backoffBaseMs * 2^(failures-1)`, at most `backoffMaxMs`; refused: `refusedRetryMs`. */
+  private backoff(addr: string, refused = false) {
     const k = this.known.get(addr);
     if (!k) return;
     k.failures++;
-    k.nextTry = this.env.now() + Math.min(this.cfg.backoffMaxMs, this.cfg.backoffBaseMs * 2 ** Math.min(k.failures - 1, 20));
+    const wait = Math.min(this.cfg.backoffMaxMs, this.cfg.backoffBaseMs * 2 ** Math.min(k.failures - 1, 20));
+    k.nextTry = this.env.now() + (refused ? Math.max(wait, this.cfg.refusedRetryMs) : wait);
   }
 
   /** A link someone opened to this node (the transport calls this). */
   accept(link: Link) {
-    const ip = link.remoteIp;
+    const ip = canonicalIp(link.remoteIp) ?? link.remoteIp;
     if (this.isBanned(ip)) {
       this.record('refused', 4003, ip, 0, 'inbound', 'banned');
       return link.close(4003, 'banned');
@@ -318,7 +425,9 @@ export class PeerNode {
     (c.timer as any)?.clear?.();
     const wasOpen = c.state === 'open';
     c.state = 'closed';
-    if (c.direction === 'outbound') this.backoff(c.addr);
+    // Refused by the other side (not listed, banned) or by this one (the peer is not listed): not worth a
+    // retry before refusedRetryMs; a node list read that newly lists the address clears it (setListed).
+    if (c.direction === 'outbound') this.backoff(c.addr, !wasOpen && REFUSALS.has(code));
     if (!wasOpen && code !== 4010) return;
     this.record(code === 4010 ? 'misbehaved' : 'disconnected', code, c.ip, c.port, c.direction, reason);
     if (count && !this.stopped) {
@@ -518,7 +627,7 @@ export class PeerNode {
     c.seqIn = f.n;
     c.remoteVersion = String(d.v ?? '');
     c.remoteClockOffsetMs = Number.isFinite(d.time) ? this.env.now() - d.time : 0;
-    if (c.direction === 'outbound' && this.cfg.autoIp && typeof d.seen === 'string' && parseAddr(`${d.seen}:1`)) this.observed(d.seen);
+    if (c.direction === 'outbound' && this.cfg.autoIp && typeof d.seen === 'string' && d.seen.length < 60 && canonicalIp(d.seen)) this.observed(canonicalIp(d.seen)!);
     if (c.direction === 'inbound') {
       c.port = d.port;
       // `seen`: the IP this peer connects from, as this node sees it (how a node behind no fixed
