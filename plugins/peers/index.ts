@@ -128,7 +128,7 @@ export default definePlugin({
       if (disposed) return;
       if (l) {
         const fresh = l.addrs.some((a) => !net.known.get(a)?.listed);
-        net.setListed(l.addrs);
+        net.setListed(l.addrs, !!l.own);
         if (l.own && !cfg.ip) net.setOwnAddress(l.own.ip);
         if (fresh) net.maintain();
       }

@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import http from 'node:http';
 import { nodeSigner, type NodeSigner } from '../../lib/nodelist/signature.ts';
 import { proofText } from '../../plugins/peers/membership.ts';
 import { startLitecoind, type Regtest } from '../support/litecoind.ts';
@@ -288,6 +289,33 @@ describe('peer network: 8 node processes', function () {
       assert.equal((await bad('/core/removepeer/10.9.9.9')).code, 404);
       assert.equal((await bad('/core/removeincomingpeer/10.9.9.9')).code, 404);
       assert.equal((await bad('/core/removepeer')).message, 'No IP address specified.');
+    });
+
+    it('addoutgoingpeer (dial-back): the node at that IP only, for a listed ip:port only', async () => {
+      /** A call from `from` (a local address this test may bind), as the node at that address makes it. */
+      const from = (src: string, p: string) =>
+        new Promise<{ status: number; json: any }>((resolve, reject) =>
+          http
+            .get(`${n[2].url}${p}`, { localAddress: src }, (res) => {
+              let t = '';
+              res.on('data', (d) => (t += d));
+              res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(t) }));
+            })
+            .on('error', reject),
+        );
+      // Node 4 (127.0.0.6, listed with its port) asks node 2 (127.0.0.4) to dial it, from its own IP.
+      const ok = await from('127.0.0.6', `/core/addoutgoingpeer/127.0.0.6:${PORT}`);
+      assert.ok([`Outgoing connection to 127.0.0.6:${PORT} initiated`, `Already connected to 127.0.0.6:${PORT}`].includes(ok.json.data), JSON.stringify(ok.json));
+      await eventually(async () => data(await n[2].get('/core/connectedpeers')).includes('127.0.0.6'), { what: 'node 2 dialled node 4' });
+      // Another caller cannot make a node dial someone else.
+      const other = await from('127.0.0.1', `/core/addoutgoingpeer/127.0.0.6:${PORT}`);
+      assert.deepEqual([other.json.data.code, other.json.data.name], [403, 'Forbidden']);
+      assert.match(other.json.data.message, /Only the node at 127\.0\.0\.6 may ask/);
+      // The caller's own IP, at a port the list does not give it.
+      const unlisted = await from('127.0.0.1', '/core/addoutgoingpeer/127.0.0.1:25990');
+      assert.deepEqual([unlisted.json.data.code, unlisted.json.data.message], [403, '127.0.0.1:25990 is not a node of the node list']);
+      assert.equal((await from('127.0.0.1', '/core/addoutgoingpeer')).json.data.message, 'No IP address specified.');
+      assert.equal((await from('127.0.0.1', '/core/addoutgoingpeer/not-an-ip')).json.data.name, 'ValidationError');
     });
 
     it('broadcastmessage and its variants: GET and POST, admin and core team only, data required', async () => {

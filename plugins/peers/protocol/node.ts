@@ -130,6 +130,9 @@ export class PeerNode {
   readonly opens = new Map<string, number>();
   private stopped = false;
   private told = 0;
+  /** The IPs of the node list last read. */
+  private listedIps = new Set<string>();
+  private selfListed = true;
   private lastDialBackAsk = -Infinity;
 
   constructor(
@@ -210,16 +213,21 @@ export class PeerNode {
   /**
    * The addresses of the node list just read (less this node's own): each becomes a known address to dial.
    * A newly listed address is tried at once (even if it was refused before, when it was not listed yet);
-   * one no longer listed is forgotten unless a seed or a link keeps it.
+   * one no longer listed is forgotten unless a seed or a link keeps it. `selfListed`: the list shows this
+   * node; when it shows it anew, every address that refused it may admit it now.
    */
-  setListed(addrs: string[]) {
+  setListed(addrs: string[], selfListed = true) {
+    const relisted = selfListed && !this.selfListed;
+    this.selfListed = selfListed;
     const now = new Set<string>();
+    const ips = new Set<string>();
     for (const raw of addrs) {
       const a = parseAddr(raw);
       if (!a) continue;
       const addr = formatAddr(a.ip, a.port);
       if (addr === this.self) continue;
       now.add(addr);
+      ips.add(a.ip);
       const k = this.known.get(addr);
       if (!k) {
         if (this.known.size < KNOWN_MAX) this.known.set(addr, { source: 'nodelist', failures: 0, nextTry: 0, listed: true });
@@ -231,10 +239,17 @@ export class PeerNode {
     }
     const linked = new Set([...this.conns].map((c) => c.addr));
     for (const [addr, k] of this.known) {
+      const ip = parseAddr(addr)?.ip ?? '';
+      // An IP listed anew: whatever refused or was refused at it before may be admitted now.
+      if (((ips.has(ip) && !this.listedIps.has(ip)) || relisted) && k.failures) {
+        k.failures = 0;
+        k.nextTry = 0;
+      }
       if (!k.listed || now.has(addr)) continue;
       k.listed = false;
       if (k.source === 'nodelist' && !linked.has(addr)) this.known.delete(addr);
     }
+    this.listedIps = ips;
   }
 
   outgoing() {
