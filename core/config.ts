@@ -20,7 +20,11 @@ export const DEFAULT_CORE_TEAM = ['1hjy4bCYBJr4mny4zCE85J94RXa8W6q37', '16iJqiVb
 export interface ListenerConfig {
   port: number;
   host: string;
-  tls?: { cert: string; key: string };
+  /**
+   * PEM files of the listener's certificate. Without `port`, the listener speaks HTTPS only (on `port`);
+   * with it, HTTP on `port` and HTTPS on `tls.port` at once (`next`: `port` + 1, the reference's SSL port).
+   */
+  tls?: { cert: string; key: string; port?: number | 'next' };
   /** How long one request may take to arrive, headers and body (node's requestTimeout). */
   requestTimeoutMs: number;
   /** How long the headers may take to arrive. */
@@ -81,7 +85,12 @@ export const nodeConfigSchema = {
         host: { type: 'string', minLength: 1, default: '0.0.0.0' },
         tls: {
           type: 'object',
-          properties: { cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } },
+          properties: {
+            cert: { type: 'string', minLength: 1 },
+            key: { type: 'string', minLength: 1 },
+            // Set: HTTP on api.port and HTTPS on this port (0: a free one); unset: HTTPS on api.port only.
+            port: { type: ['integer', 'string'], minimum: 0, maximum: 65535, pattern: '^next$', errorMessage: 'must be a port (0 to 65535) or next' },
+          },
           required: ['cert', 'key'],
           additionalProperties: false,
         },

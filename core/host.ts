@@ -59,7 +59,10 @@ export class Host {
   readonly stores: Stores;
   readonly queue: OperationsService;
   readonly pluginState: PluginState;
+  /** The API port's listener: HTTP, or HTTPS when `api.tls` has no port of its own. */
   server?: http.Server | https.Server;
+  /** The HTTPS listener beside the HTTP one (`api.tls.port`). */
+  tlsServer?: https.Server;
   /** Per-connection and all-connection bounds of the listener (set by listen()). */
   connections?: ConnectionGuard;
 
@@ -80,10 +83,7 @@ export class Host {
     if (opts.logger) this.log = opts.logger;
     else ({ logger: this.log, files: this.logFiles } = createNodeLogger(this.config));
     this.stores = new Stores(this.config.dataDir, this.log);
-    this.ports = new OwnPortsRegistry(
-      () => this.config.api.port || ((this.server?.address() as AddressInfo | null)?.port ?? 0),
-      this.config.reservedPorts ?? [],
-    );
+    this.ports = new OwnPortsRegistry(() => this.apiPort, this.config.reservedPorts ?? [], () => this.httpsPort);
     this.auth = new AuthService(
       () => this.config.initial.legacyid,
       () => this.config.coreTeam,
@@ -156,6 +156,12 @@ export class Host {
     this.ready = true;
   }
 
+  /**
+   * Listen on the API port: HTTP, or HTTPS when `api.tls` is set without a port; with `api.tls.port`, HTTP
+   * there and HTTPS on that port too. Both listeners serve the same app through one connection guard (its
+   * caps count the connections of both), with the same timeouts and websocket upgrades, and close together.
+   * Returns the API port.
+   */
   async listen(port = this.config.api.port, host = this.config.api.host): Promise<number> {
     const tls = this.config.api.tls;
     const api = this.config.api;
@@ -165,23 +171,40 @@ export class Host {
     );
     // Every request waits its turn on its connection (one at a time, answers read before the next runs).
     const handler = this.connections.wrap(this.app.callback());
-    this.server = tls
-      ? https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, handler)
-      : http.createServer(handler);
+    const secure = () => https.createServer({ cert: fs.readFileSync(tls!.cert), key: fs.readFileSync(tls!.key) }, handler);
+    this.server = this.serve(tls && tls.port === undefined ? secure() : http.createServer(handler), handler);
+    const bound = await listenOn(this.server, port, host);
+    if (tls && tls.port !== undefined) {
+      this.tlsServer = this.serve(secure(), handler) as https.Server;
+      try {
+        await listenOn(this.tlsServer, tls.port === 'next' ? bound + 1 : tls.port, host);
+      } catch (e) {
+        this.tlsServer.close();
+        this.server.close();
+        this.tlsServer = undefined;
+        throw new Error(`api.tls.port: cannot listen for HTTPS (${(e as Error).message})`);
+      }
+    }
+    this.log.info({ maxConnections: this.connections.cap, ...(this.tlsServer ? { httpsPort: this.httpsPort } : {}) }, 'connections capped below the descriptor limit');
+    return bound;
+  }
+
+  /** One listener's settings (both listeners take the same). */
+  private serve(server: http.Server | https.Server, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
     // With a listener, Node no longer answers `Expect: 100-continue` itself: the chain sends 100 only when
     // it is about to read the body, so a body over the limit is refused (413) before it is sent at all.
-    this.server.on('checkContinue', (req, res) => handler(req, res));
+    server.on('checkContinue', (req, res) => handler(req, res));
     // Caps connections (api.maxConnections, else below the descriptor limit) and sets server.maxConnections.
-    this.connections.attach(this.server);
+    this.connections!.attach(server);
     // A request (headers and body) must arrive within these; slow senders are cut (config api.*TimeoutMs).
-    this.server.requestTimeout = this.config.api.requestTimeoutMs;
-    this.server.headersTimeout = Math.min(this.config.api.headersTimeoutMs, this.config.api.requestTimeoutMs);
+    server.requestTimeout = this.config.api.requestTimeoutMs;
+    server.headersTimeout = Math.min(this.config.api.headersTimeoutMs, this.config.api.requestTimeoutMs);
     // Node checks these timeouts only every connectionsCheckingInterval (30 s by default, which cut slow
     // senders at about twice the setting): check 10 times per timeout. Read when the server starts listening.
-    (this.server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(this.config.api.requestTimeoutMs / 10)));
-    this.server.keepAliveTimeout = this.config.api.keepAliveTimeoutMs;
-    this.server.maxHeadersCount = 200;
-    this.server.on('upgrade', (req, socket, head) =>
+    (server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(this.config.api.requestTimeoutMs / 10)));
+    server.keepAliveTimeout = this.config.api.keepAliveTimeoutMs;
+    server.maxHeadersCount = 200;
+    server.on('upgrade', (req, socket, head) =>
       void handleUpgrade(
         { table: () => this.table, ready: () => this.ready, svc: this.chainServices, auth: this.auth, wss: this.wss, log: this.log },
         req,
@@ -189,15 +212,23 @@ export class Host {
         head,
       ),
     );
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(port, host, () => {
-        this.server!.off('error', reject);
-        resolve();
-      });
-    });
-    this.log.info({ maxConnections: this.connections.cap }, 'connections capped below the descriptor limit');
-    return (this.server.address() as AddressInfo).port;
+    return server;
+  }
+
+  /** The port that serves HTTPS: the API port when it is TLS, else the second listener's; 0 when none. */
+  get httpsPort(): number {
+    const tls = this.config.api.tls;
+    if (!tls) return 0;
+    if (tls.port === undefined) return this.apiPort;
+    const bound = (this.tlsServer?.address() as AddressInfo | null)?.port;
+    if (bound) return bound;
+    if (tls.port !== 'next') return tls.port;
+    return this.apiPort ? this.apiPort + 1 : 0;
+  }
+
+  /** The API port: the configured one, or the one listened on when that is 0. */
+  get apiPort(): number {
+    return this.config.api.port || ((this.server?.address() as AddressInfo | null)?.port ?? 0);
   }
 
   /**
@@ -285,7 +316,19 @@ export class Host {
 
   private get nodeInfo(): NodeInfo {
     const c = this.config;
-    return Object.freeze({ operatorId: c.initial.legacyid, coreTeam: Object.freeze([...c.coreTeam]), apiPort: c.api.port, apiHost: c.api.host, dataDir: c.dataDir });
+    // The HTTPS facts are read when asked: a listener on port 0 learns its port only when it listens.
+    const host = this;
+    return Object.freeze({
+      operatorId: c.initial.legacyid,
+      coreTeam: Object.freeze([...c.coreTeam]),
+      apiPort: c.api.port,
+      apiHost: c.api.host,
+      dataDir: c.dataDir,
+      get httpsPort() {
+        return host.httpsPort;
+      },
+      apiTls: !!c.api.tls && c.api.tls.port === undefined,
+    });
   }
 
   private watch(): void {
@@ -314,16 +357,16 @@ export class Host {
     this.ready = false;
     this.unwatch();
     for (const ws of this.wss.clients) ws.terminate();
-    if (this.server) {
-      const server = this.server;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+    const servers = [this.server, this.tlsServer].filter((x): x is http.Server | https.Server => !!x);
+    if (servers.length) {
+      const closed = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())))).then(() => undefined);
+      for (const server of servers) server.closeIdleConnections();
       if (this.table) await drained(this.table, graceMs);
       // A handler that just returned still has its answer to write: sockets are closed as they turn idle,
       // for up to half a second, then whatever is left is cut.
       const deadline = Date.now() + 500;
-      while (!(await idleAll(server, closed)) && Date.now() < deadline);
-      server.closeAllConnections();
+      while (!(await idleAll(servers, closed)) && Date.now() < deadline);
+      for (const server of servers) server.closeAllConnections();
       await closed;
     }
     await this.queue.evictAll();
@@ -334,10 +377,20 @@ export class Host {
   }
 }
 
-/** Close idle connections; true once the server has no connection left (checked for up to 25 ms). */
-async function idleAll(server: http.Server | https.Server, closed: Promise<void>): Promise<boolean> {
-  server.closeIdleConnections();
+/** Close idle connections; true once the servers have no connection left (checked for up to 25 ms). */
+async function idleAll(servers: (http.Server | https.Server)[], closed: Promise<void>): Promise<boolean> {
+  for (const server of servers) server.closeIdleConnections();
   return Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 25))]);
+}
+
+function listenOn(server: http.Server | https.Server, port: number, host: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
 }
 
 function notFound(ctx: import('koa').Context): Promise<void> {

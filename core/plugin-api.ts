@@ -182,6 +182,13 @@ export interface NodeInfo {
   /** The port and address of the listener the node API serves on. */
   apiPort: number;
   apiHost: string;
+  /**
+   * The port this node serves HTTPS on: the API port when `api.tls` has no port of its own (HTTPS only),
+   * else `api.tls.port` beside plain HTTP on the API port; 0 when the node serves no HTTPS.
+   */
+  readonly httpsPort: number;
+  /** Whether the API port itself speaks TLS (HTTPS only). */
+  apiTls: boolean;
   /** The node's data folder; a plugin keeps its files under `<dataDir>/<plugin id>/`. */
   dataDir: string;
 }

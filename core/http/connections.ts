@@ -103,6 +103,7 @@ export class ConnectionGuard {
   readonly budget: BodyBudget;
   private readonly conns = new Map<net.Socket, Conn>();
   private sweeper?: NodeJS.Timeout;
+  private readonly servers = new Set<http.Server>();
   /** Counters for logs and tests. */
   readonly stats = { evicted: 0, refused: 0, pipelineClosed: 0, stalled: 0, lingered: 0 };
 
@@ -132,9 +133,18 @@ export class ConnectionGuard {
     // Without a listener an accept error (EMFILE, ENFILE) is thrown and ends the process.
     server.on('error', (err) => this.log.error({ err: (err as Error).message }, 'listener error (connections are capped; the node keeps serving)'));
     server.on('drop', () => this.stats.refused++);
-    this.sweeper = setInterval(() => this.sweep(), 1000);
-    this.sweeper.unref();
-    server.once('close', () => clearInterval(this.sweeper));
+    // One sweep for all the listeners this guard serves (HTTP and HTTPS), until the last one closes.
+    this.servers.add(server);
+    if (!this.sweeper) {
+      this.sweeper = setInterval(() => this.sweep(), 1000);
+      this.sweeper.unref();
+    }
+    server.once('close', () => {
+      this.servers.delete(server);
+      if (this.servers.size) return;
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+    });
   }
 
   /** The request handler with per-connection ordering and backpressure around `handler`. */

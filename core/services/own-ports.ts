@@ -13,11 +13,13 @@ export class OwnPortsRegistry implements OwnPorts {
 
   /**
    * `apiPort`: the API listener's port, asked when a port is looked up (a listener on port 0 learns its
-   * port only when it listens).
+   * port only when it listens); `httpsPort`: where the node serves HTTPS (`api.tls.port`, 0 when none), which
+   * may be another port than API + 1.
    */
   constructor(
     private readonly apiPort: () => number,
     private readonly reserved: readonly OwnPort[],
+    private readonly httpsPort: () => number = () => 0,
   ) {}
 
   claim(what: string, ports: number[]): () => void {
@@ -40,6 +42,8 @@ export class OwnPortsRegistry implements OwnPorts {
           { port: api + 3, what: 'the UPnP test port (API port + 3)' },
         ]
       : [];
+    const tls = this.httpsPort();
+    if (tls > 0 && !host.some((p) => p.port === tls)) host.push({ port: tls, what: 'the node API over TLS (api.tls.port)' });
     return [...host, ...this.reserved, ...[...this.claims.values()].flat()];
   }
 

@@ -75,6 +75,7 @@ describe('config', () => {
     ['a wrong type', 'api:\n  port: high\n', 'config/node.yaml:2:9: api.port: must be integer'],
     ['a port out of range', 'api: { port: 70000 }\n', 'config/node.yaml:1:14: api.port: must be <= 65535'],
     ['half a TLS pair', 'api:\n  tls: { cert: /c.pem }\n', 'config/node.yaml:2:8: api.tls.key: is required'],
+    ['a TLS port that is neither a port nor next', 'api:\n  tls: { cert: /c.pem, key: /k.pem, port: later }\n', 'config/node.yaml:2:43: api.tls.port: must be a port (0 to 65535) or next'],
     ['a plugin switch that is not a boolean', 'plugins:\n  explorer: "no"\n', 'config/node.yaml:2:13: plugins.explorer: must be boolean'],
     ['a plugin section that is not a mapping', 'daemon: 5\n', 'config/node.yaml:1:9: daemon: must be object'],
     ['a bad log level', 'log: { level: loud }\n', 'config/node.yaml:1:15: log.level: must be one of trace, debug, info, warn, error, fatal, silent'],

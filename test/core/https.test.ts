@@ -1,33 +1,13 @@
-/** HTTPS when api.tls is set: the same routes over TLS, and HTTPS-only routes pass. */
+/**
+ * HTTPS when api.tls is set: the same routes over TLS, and HTTPS-only routes pass. With api.tls.port, HTTP
+ * and HTTPS at once (test/core/https-both.test.ts).
+ */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import path from 'node:path';
 import { tempDir, type TestNode } from '../support/node.ts';
 import { startFixtureNode } from '../support/fixture.ts';
-
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A self-signed certificate for 127.0.0.1 / localhost. */
-function selfSigned(dir: string): { cert: string; key: string } {
-  const cert = path.join(dir, 'cert.pem');
-  const key = path.join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', key, '-out', cert],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
+import { hasOpenssl, selfSigned } from '../support/certs.ts';
 
 function get(port: number, p: string, ca: Buffer): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {

@@ -78,6 +78,8 @@ export interface StartOptions {
   /** Config keys merged over the test defaults. */
   config?: Record<string, unknown>;
   dataDir?: string;
+  /** The API port to listen on (default 0: a free one). */
+  port?: number;
   clock?: Clock;
   /** Copy manifests into a temp folder (tests that change them). */
   manifestsDir?: string;
@@ -156,7 +158,7 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
   );
   const host = new Host({ config, clock: opts.clock, onHandler: opts.onHandler, manifestCache: opts.manifestCache ?? repoManifestCache() });
   await host.start();
-  const port = await host.listen(0, '127.0.0.1');
+  const port = await host.listen(opts.port ?? 0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   return {
     host,
