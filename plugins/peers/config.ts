@@ -49,5 +49,5 @@ export const peerConfigSchema = configSchema<PeersConfig>({
 export function protocolConfig(cfg: PeersConfig, node: NodeInfo): ProtocolConfig {
   const host = node.apiHost && node.apiHost !== '0.0.0.0' && node.apiHost !== '::' ? node.apiHost : '127.0.0.1';
   const { announceMs: _a, locationTtlMs: _l, globalCommandMaxAgeMs: _g, membership: _m, nodePrivateKey: _k, nodeListCacheMs: _c, ...rest } = cfg;
-  return { ...rest, ip: cfg.ip || host, port: node.apiPort, autoIp: !cfg.ip && host === '127.0.0.1' && node.apiHost !== '127.0.0.1' };
+  return { ...rest, ip: cfg.ip || host, port: node.apiPort, tlsPort: node.httpsPort, autoIp: !cfg.ip && host === '127.0.0.1' && node.apiHost !== '127.0.0.1' };
 }

@@ -69,6 +69,8 @@ function record(c: Conn, now: number, opens: Map<string, number>) {
     nodeKey: c.key,
     /** The node-list key the peer proved (membership nodelist). */
     listedKey: c.member || null,
+    /** Whether the link runs over TLS (wss, or the HTTPS listener's /ws/core). */
+    tls: !!c.link.secure,
   };
 }
 

@@ -203,7 +203,7 @@ export default definePlugin({
     return {
       handlers: {
         ...handlers,
-        peerSocket: websocket((input, socket) => net.accept(linkOfSocket(socket, input.ip))),
+        peerSocket: websocket((input, socket) => net.accept(linkOfSocket(socket, input.ip, input.secure))),
         addoutgoingpeer: addOutgoingPeer(net, membership),
       },
       services: { peers: service },

@@ -34,6 +34,8 @@ export interface ClusterOptions {
   coreTeam?: string[];
   peers?: Record<string, unknown>;
   extra?: (i: number) => Record<string, unknown>;
+  /** How the test talks to node i (default plain HTTP at its API port; an HTTPS-only node needs its own). */
+  client?: (i: number, ip: string, port: number) => Client;
 }
 
 
@@ -67,8 +69,8 @@ export class Cluster {
         peers: { seeds: i === 0 ? [] : [seed], maintainMs: 300, pingMs: 1000, backoffBaseMs: 200, backoffMaxMs: 2000, handshakeMs: 3000, ...o.peers, ...(extra.peers as object) },
       };
       fs.writeFileSync(configFile, JSON.stringify(config));
-      const url = `http://${ip}:${o.port}`;
-      const client = clientAt(url);
+      const client = o.client?.(i, ip, o.port) ?? clientAt(`http://${ip}:${o.port}`);
+      const url = client.url;
       this.nodes.push({ i, ip, port: o.port, url, dataDir, configFile, get: client.get, post: client.post, client });
     }
   }

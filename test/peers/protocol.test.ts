@@ -69,6 +69,24 @@ describe('peer protocol core (in-memory transport, virtual time)', () => {
     assert.equal(await others[0].node.connect(hub.addr), 'already');
   });
 
+  it('each hello names where its node serves TLS, and the transport is told (a node without it names none)', async () => {
+    const { sched, net } = world();
+    const told: string[] = [];
+    const at = (i: number, tlsPort?: number) => {
+      const ip = `10.0.0.${i}`;
+      const t = net.transport(ip);
+      t.offered = (peerIp, port, tls) => void told.push(`${ip} heard ${peerIp}:${port} tls ${tls}`);
+      const node = new PeerNode(generateKeys(), t, { ip, port: 16127, seeds: [], tlsPort }, { now: () => sched.now(), setTimer: (fn, ms) => sched.at(ms, fn) });
+      net.listen(ip, 16127, (l) => node.accept(l));
+      return node;
+    };
+    const [a, b] = [at(1, 16128), at(2)];
+    await b.connect('10.0.0.1:16127');
+    await sched.run(sched.now() + 1000);
+    assert.equal(a.incoming().length, 1);
+    assert.deepEqual(told.sort(), ['10.0.0.1 heard 10.0.0.2:16127 tls 0', '10.0.0.2 heard 10.0.0.1:16127 tls 16128']);
+  });
+
   it('a node that dials itself forgets the address', async () => {
     const { sched, make } = world();
     const a = make(1);

@@ -3,6 +3,8 @@ export interface ProtocolConfig {
   /** This node's address as peers reach it. */
   ip: string;
   port: number;
+  /** The port this node serves HTTPS on, told to peers in the hello (0 or absent: none). */
+  tlsPort?: number;
   /** `ip` was not configured: take the address most peers say they see this node connect from. */
   autoIp?: boolean;
   /** `ip:port` of nodes to connect to first. */

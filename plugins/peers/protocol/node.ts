@@ -590,7 +590,7 @@ export class PeerNode {
     if (!d) return this.bad(c, 'malformed');
     if (f.t === 'challenge') {
       if (c.direction !== 'outbound' || typeof d.nonce !== 'string' || d.nonce.length > 64 || c.seqOut) return this.bad(c, 'unexpected challenge');
-      return this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), member: this.env.admission?.proof(this.key, d.nonce) });
+      return this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, tls: this.cfg.tlsPort || undefined, v: PROTOCOL_VERSION, time: this.env.now(), member: this.env.admission?.proof(this.key, d.nonce) });
     }
     if (f.t !== 'hello') return this.bad(c, 'frame before the handshake');
     if (!isKey(f.k) || !verify(f.k, signedText(f.t, f.n, f.d), f.s) || f.n !== 1) return this.bad(c, 'signature');
@@ -647,9 +647,11 @@ export class PeerNode {
       c.port = d.port;
       // `seen`: the IP this peer connects from, as this node sees it (how a node behind no fixed
       // configuration learns its own address).
-      this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, v: PROTOCOL_VERSION, time: this.env.now(), seen: c.ip, member: this.env.admission?.proof(this.key, d.nonce) });
+      this.send(c, 'hello', { nonce: c.nonce, echo: d.nonce, port: this.cfg.port, tls: this.cfg.tlsPort || undefined, v: PROTOCOL_VERSION, time: this.env.now(), seen: c.ip, member: this.env.admission?.proof(this.key, d.nonce) });
       this.learn(c.addr, 'incoming');
     }
+    // `tls`: the port the peer serves HTTPS on (optional: older nodes send none, and a bad value is ignored).
+    this.transport.offered?.(c.ip, c.port, Number.isInteger(d.tls) && d.tls > 0 && d.tls <= 65535 ? d.tls : 0);
     this.open(c);
   }
 

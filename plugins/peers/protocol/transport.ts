@@ -6,6 +6,8 @@
 export interface Link {
   /** The address the other end connects from (its IP), as the transport saw it. */
   readonly remoteIp: string;
+  /** Whether the link runs over TLS (shown by /core/peers; the protocol itself does not depend on it). */
+  readonly secure?: boolean;
   send(data: string | Buffer): void;
   /** Bytes sent on the link and not yet written out (what the other end has not taken). */
   buffered(): number;
@@ -19,4 +21,9 @@ export interface Link {
 export interface Transport {
   /** Open a link to `ip:port`; rejects when the other end cannot be reached. */
   connect(ip: string, port: number): Promise<Link>;
+  /**
+   * A peer's hello said where it serves TLS: `tls` is its HTTPS port, 0 when it named none (an older node
+   * names none). The node at `ip:port` (its API port) proved its key on the link that carried the hello.
+   */
+  offered?(ip: string, port: number, tls: number): void;
 }
