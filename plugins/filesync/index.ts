@@ -28,7 +28,7 @@ export interface FilesyncConfig {
   configDir: string;
   timeoutMs: number;
   follow: { enabled: boolean; intervalMs: number; primaryTimeoutMs: number };
-  peers: { scheme: 'http' | 'https'; defaultApiPort: number; timeoutMs: number };
+  peers: { scheme: 'auto' | 'http' | 'https'; defaultApiPort: number; timeoutMs: number };
 }
 
 export default definePlugin({
@@ -77,7 +77,7 @@ export default definePlugin({
         additionalProperties: false,
         default: {},
         properties: {
-          scheme: { enum: ['http', 'https'], default: 'http' },
+          scheme: { enum: ['auto', 'http', 'https'], default: 'auto' },
           defaultApiPort: { type: 'integer', minimum: 1, maximum: 65535, default: 16127 },
           timeoutMs: { type: 'integer', minimum: 100, default: 3000 },
         },

@@ -8,6 +8,7 @@
  * - the public IP changed more than once within 20 h: +11.
  */
 import type { Collection, Clock } from '../../core/plugin-api.ts';
+import { callNode } from '../../lib/node-http/request.ts';
 import type { PeerLink } from '../peers/api.ts';
 
 export const FEW_PEERS_PER_MINUTE = 0.13;
@@ -62,22 +63,6 @@ function shuffled<T>(a: T[]): T[] {
   return b;
 }
 
-/** The first 16 KB of an answer: a peer's answer is tiny, and a hostile one must not make this node read more. */
-async function bounded(res: Response): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return '';
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  while (size < 16_384) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    parts.push(value);
-    size += value.length;
-  }
-  await reader.cancel().catch(() => undefined);
-  return Buffer.concat(parts).toString('utf8').slice(0, 16_384);
-}
-
 /**
  * Ask peers whether they reach this node at `ip:port`, through their `/core/checkcoreavailability` (the
  * reference's way: a confirmed node probes the asking node's `/core/version`). Peers are asked in turn,
@@ -95,13 +80,13 @@ export async function askPeers(links: PeerLink[], own: { ip: string; port: numbe
   const refusals: string[] = [];
   for (const peer of order.slice(0, o.ask)) {
     if (o.signal?.aborted) break;
-    const url = `http://${peer.ip}:${peer.port}/core/checkcoreavailability/${own.ip}/${own.port}`;
     let body: { status?: unknown; data?: { name?: unknown; message?: unknown } };
     try {
-      // The peer waits up to its own timeout for this node's answer: give it that and a margin.
-      const timeout = AbortSignal.timeout(o.timeoutMs * 2);
-      const res = await fetch(url, { signal: o.signal ? AbortSignal.any([o.signal, timeout]) : timeout, redirect: 'error' });
-      body = JSON.parse(await bounded(res));
+      // The peer waits up to its own timeout for this node's answer: give it that and a margin. At most
+      // 16 KB is read: a peer's answer is tiny, and a hostile one must not make this node read more. Over
+      // HTTPS where the peer offers it (lib/node-http).
+      const res = await callNode(peer.ip, peer.port, `/core/checkcoreavailability/${own.ip}/${own.port}`, { timeoutMs: o.timeoutMs * 2, signal: o.signal, maxBytes: 16_384 });
+      body = JSON.parse(res.text);
     } catch {
       continue;
     }

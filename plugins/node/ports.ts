@@ -7,6 +7,7 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { ApiError, type HandlerInput, type Log } from '../../core/plugin-api.ts';
+import { callNode } from '../../lib/node-http/request.ts';
 import type { DaemonService } from '../daemon/api.ts';
 import { checkNodeSignature } from './nodesig.ts';
 import type { NodeConfig } from './settings.ts';
@@ -70,9 +71,9 @@ export function portHandlers(deps: { config: NodeConfig; upnp: Upnp; daemon: () 
       const ports = [...new Set(values.ports as number[])];
       // The asking node must answer at its address first: only a live node's mappings are kept open.
       try {
-        const res = await fetch(`http://${ip}:${apiPort}/core/uptime`, { signal: AbortSignal.timeout(config.availability.timeoutMs), redirect: 'error' });
-        await res.arrayBuffer();
-        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        // Over HTTPS where the node offers it, else plain HTTP (lib/node-http).
+        const res = await callNode(ip, apiPort, '/core/uptime', { timeoutMs: config.availability.timeoutMs, maxBytes: 4096 });
+        if (res.status < 200 || res.status > 299) throw new Error(`HTTP ${res.status}`);
       } catch (e) {
         throw new ApiError(503, 'NotReachable', `Core ${ip}:${apiPort} is not reachable (${((e as Error).message ?? '').slice(0, 100)})`);
       }

@@ -5,6 +5,7 @@
  */
 import os from 'node:os';
 import { ApiError, VERSION, type HandlerInput, type NodeInfo } from '../../core/plugin-api.ts';
+import { callNode } from '../../lib/node-http/request.ts';
 import type { DaemonService } from '../daemon/api.ts';
 import type { Benchmark } from './benchmark.ts';
 import type { createDos } from './dos.ts';
@@ -155,9 +156,9 @@ export function stateHandlers(d: StateDeps) {
       if (!listed) throw new ApiError(404, 'NotConfirmed', `Asking Core ${target}:${port} is not a confirmed node`);
       let version: unknown;
       try {
-        const res = await fetch(`http://${target}:${port}/core/version`, { signal: AbortSignal.timeout(config.availability.timeoutMs), redirect: 'error' });
-        const text = await res.text();
-        version = (JSON.parse(text.slice(0, 4096)) as { data?: unknown }).data;
+        // Over HTTPS where the node offers it, else plain HTTP (lib/node-http).
+        const res = await callNode(target, port, '/core/version', { timeoutMs: config.availability.timeoutMs, maxBytes: 4096 });
+        version = (JSON.parse(res.text) as { data?: unknown }).data;
       } catch (e) {
         throw new ApiError(503, 'NotAvailable', `Asking Core ${target}:${port} is not available (${(e as Error).name === 'TimeoutError' ? 'timeout' : (e as Error).message.slice(0, 100)})`);
       }
