@@ -19,6 +19,8 @@ export interface PeersConfig extends Omit<typeof DEFAULTS, 'minimums'> {
   nodePrivateKey: string;
   /** How long a read of the node list is used (and how often admitted peers are checked against it). */
   nodeListCacheMs: number;
+  /** This node's clock may be this far from its peers' (median) before `/core/clockdrift` and `/core/health` say it is over. */
+  maxClockDriftMs: number;
 }
 
 const num = (d: number) => ({ type: 'integer', minimum: 1, default: d });
@@ -43,11 +45,15 @@ export const peerConfigSchema = configSchema<PeersConfig>({
     membership: { enum: ['nodelist', 'open'], default: 'nodelist' },
     nodePrivateKey: { type: 'string', maxLength: 128, default: '' },
     nodeListCacheMs: num(60_000),
+    // A quarter of the tightest window a signed timestamp has (global commands: 2 min; broadcasts: 10 min),
+    // so an operator hears of a drifting clock before the network refuses the node's commands, and far
+    // above what the measure itself errs by (half a round trip, under a second between nodes).
+    maxClockDriftMs: num(30_000),
   },
 } as any);
 
 export function protocolConfig(cfg: PeersConfig, node: NodeInfo): ProtocolConfig {
   const host = node.apiHost && node.apiHost !== '0.0.0.0' && node.apiHost !== '::' ? node.apiHost : '127.0.0.1';
-  const { announceMs: _a, locationTtlMs: _l, globalCommandMaxAgeMs: _g, membership: _m, nodePrivateKey: _k, nodeListCacheMs: _c, ...rest } = cfg;
+  const { announceMs: _a, locationTtlMs: _l, globalCommandMaxAgeMs: _g, membership: _m, nodePrivateKey: _k, nodeListCacheMs: _c, maxClockDriftMs: _d, ...rest } = cfg;
   return { ...rest, ip: cfg.ip || host, port: node.apiPort, tlsPort: node.httpsPort, autoIp: !cfg.ip && host === '127.0.0.1' && node.apiHost !== '127.0.0.1' };
 }

@@ -2,6 +2,7 @@
 import { ApiError, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
 import { carriesRepoauth, REPOAUTH_IS_PUBLIC } from '../apps/api.ts';
 import { canonicalIp, formatAddr, parseAddr } from '../../lib/net-addr/addr.ts';
+import type { DriftReport } from './clockdrift.ts';
 import type { Locations } from './locations.ts';
 import type { Conn } from './protocol/conn.ts';
 import type { PeerNode } from './protocol/node.ts';
@@ -11,6 +12,8 @@ export interface HandlerDeps {
   locations: Locations;
   recent: { hash: string; type: string; origin: string; sentAt: number; hops: number; receivedAt: number; data?: unknown }[];
   ownAddr: () => string;
+  /** This node's clock against its peers' (clockdrift.ts). */
+  clockdrift: () => DriftReport;
 }
 
 const NO_IP = () => new ApiError(400, 'BadRequest', 'No IP address specified.');
@@ -169,6 +172,7 @@ export function makeHandlers(d: HandlerDeps): Record<string, PlainHandler> {
         .reverse();
     },
     unstablenodes: () => net.unstable(),
+    clockdrift: () => d.clockdrift(),
     checkcommunication: () => {
       const short = shortfalls(net);
       if (short.length) throw new ApiError(503, 'NotEnoughPeers', `Not enough connections to the Core network: ${short.join('; ')}`);

@@ -12,6 +12,7 @@ import { readConf } from '../../lib/daemon-rpc/conf.ts';
 import { peerNetwork, type PeerNetwork } from './api.ts';
 import { Announcer } from './announce.ts';
 import { peerConfigSchema, protocolConfig, type PeersConfig } from './config.ts';
+import { ClockDrift, driftCheck } from './clockdrift.ts';
 import { CommandSignatures, type Remembered } from './command-signatures.ts';
 import { GlobalCommands } from './global.ts';
 import { makeHandlers, shortfalls } from './handlers.ts';
@@ -57,6 +58,7 @@ export default definePlugin({
     store: coreServices.store,
     clock: coreServices.clock,
     events: coreServices.events,
+    health: coreServices.health,
     log: coreServices.log,
   },
   configSchema: peerConfigSchema,
@@ -196,10 +198,21 @@ export default definePlugin({
       shortfalls: () => shortfalls(net),
     };
 
+    // The clock against the peers': measured at each ping round (offsets change with pings), so a drift
+    // over the limit is logged when it happens even if nobody asks; the route and the check measure anew.
+    const drift = new ClockDrift(cfg.maxClockDriftMs, () => Date.now(), ctx.log);
+    const measureDrift = () =>
+      drift.measure(net.outgoing().concat(net.incoming()).map((c) => ({ ip: c.ip, port: c.port, direction: c.direction, nodeKey: c.key, remoteClockOffsetMs: c.remoteClockOffsetMs, latency: c.latency })));
+    const driftTimer = setInterval(measureDrift, cfg.pingMs);
+    driftTimer.unref();
+    // Not required: a drifting clock is the operator's to fix; it does not refuse logins (spec: the
+    // phrase gates are the reference's, and the clock is not one of them).
+    const dropDriftCheck = ctx.health.register('clockdrift', () => driftCheck(measureDrift()), { required: false });
+
     net.start();
     if (cfg.membership === 'nodelist') void discover();
     announcer.start();
-    const handlers = makeHandlers({ net, locations, recent, ownAddr });
+    const handlers = makeHandlers({ net, locations, recent, ownAddr, clockdrift: measureDrift });
     return {
       handlers: {
         ...handlers,
@@ -211,6 +224,8 @@ export default definePlugin({
         clearInterval(recheck);
         disposed = true;
         clearTimeout(discovery);
+        clearInterval(driftTimer);
+        dropDriftCheck();
         announcer.stop();
         global.stop();
         net.stop();

@@ -34,6 +34,8 @@ export interface ClusterOptions {
   coreTeam?: string[];
   peers?: Record<string, unknown>;
   extra?: (i: number) => Record<string, unknown>;
+  /** Environment variables of node i's process, over the test's (a skewed clock, say). */
+  env?: (i: number) => Record<string, string>;
   /** How the test talks to node i (default plain HTTP at its API port; an HTTPS-only node needs its own). */
   client?: (i: number, ip: string, port: number) => Client;
 }
@@ -78,7 +80,7 @@ export class Cluster {
   start(n: ClusterNode) {
     n.child = spawn(process.execPath, entryArgs('node'), {
       cwd: REPO_ROOT,
-      env: { ...process.env, CORENODE_CONFIG: n.configFile },
+      env: { ...process.env, CORENODE_CONFIG: n.configFile, ...this.o.env?.(n.i) },
       stdio: ['ignore', 'ignore', process.env.TEST_LOG ? 'inherit' : 'ignore'],
     });
   }
