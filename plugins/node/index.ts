@@ -77,7 +77,7 @@ export default definePlugin({
       log: ctx.log,
     });
     const upnp = createUpnp(ctx.config.upnp);
-    const ownPorts = ctx.config.upnp.enabled ? keepOwnPorts(upnp, ctx.node.apiPort, ctx.config.upnp, ctx.log) : undefined;
+    const ownPorts = ctx.config.upnp.enabled ? keepOwnPorts(upnp, ctx.node.apiPort, ctx.config.upnp, ctx.log, ctx.node.httpsPort) : undefined;
     return {
       handlers: {
         version: () => VERSION,

@@ -202,13 +202,17 @@ export function createUpnp(config: NodeConfig['upnp']) {
 
 export type Upnp = ReturnType<typeof createUpnp>;
 
-/** The node's own ports: what the reference keeps mapped for a node on API port `api`. */
-export function ownPorts(api: number): { port: number; protocols: Protocol[]; description: string }[] {
+/**
+ * The node's own ports: what the reference keeps mapped for a node on API port `api` (its SSL port is API + 1),
+ * and the port the node serves HTTPS on when it is another one (`api.tls.port`): peers reach it there.
+ */
+export function ownPorts(api: number, httpsPort = 0): { port: number; protocols: Protocol[]; description: string }[] {
   return [
     { port: api, protocols: ['TCP'], description: 'Core_API' },
     { port: api + 1, protocols: ['TCP'], description: 'Core_API_SSL' },
     { port: api - 1, protocols: ['TCP'], description: 'Core_Home_UI' },
     { port: api + 2, protocols: ['TCP', 'UDP'], description: 'Core_Syncthing' },
+    ...(httpsPort > 0 && httpsPort !== api && httpsPort !== api + 1 ? [{ port: httpsPort, protocols: ['TCP'] as Protocol[], description: 'Core_API_SSL' }] : []),
   ];
 }
 
@@ -217,8 +221,8 @@ export function ownPorts(api: number): { port: number; protocols: Protocol[]; de
  * that does not answer must not hold the node's start), again every `refreshMinutes`, and a removal at stop.
  * A failed round is logged and tried again at the next one.
  */
-export function keepOwnPorts(upnp: Upnp, apiPort: number, config: NodeConfig['upnp'], log: Log) {
-  const ports = ownPorts(apiPort);
+export function keepOwnPorts(upnp: Upnp, apiPort: number, config: NodeConfig['upnp'], log: Log, httpsPort = 0) {
+  const ports = ownPorts(apiPort, httpsPort);
   let round: Promise<void> = Promise.resolve();
   let stopped = false;
   let mapped = false;

@@ -14,6 +14,7 @@ import https from 'node:https';
 import { TlsOffers, urlHost } from '../../lib/node-http/offers.ts';
 import { callNode } from '../../lib/node-http/request.ts';
 import { peerLink } from '../../plugins/filesync/peers.ts';
+import { ownPorts } from '../../plugins/node/upnp.ts';
 import { hasOpenssl, selfSigned } from '../support/certs.ts';
 import type { Answer, Client } from '../support/node.ts';
 import { tempDir, type TestNode } from '../support/node.ts';
@@ -193,6 +194,14 @@ describe('TLS between nodes', function () {
       const none = await checker.post('/core/keepupnpportsopen', { ip: '127.0.0.1', apiPort: NODE + 3, ports: [NODE + 4] }, asOperator());
       assert.deepEqual([none.json.data.code, none.json.data.name], [503, 'NotReachable']);
     });
+  });
+
+  it('UPnP keeps the HTTPS port mapped too when it is not API + 1 (the reference maps API + 1 as its SSL port)', () => {
+    const mapped = (https: number) => ownPorts(16127, https).map((p) => `${p.port}/${p.description}`);
+    assert.deepEqual(mapped(0), ['16127/Core_API', '16128/Core_API_SSL', '16126/Core_Home_UI', '16129/Core_Syncthing']);
+    assert.deepEqual(mapped(16128), mapped(0));
+    assert.deepEqual(mapped(16127), mapped(0));
+    assert.deepEqual(mapped(8443).slice(4), ['8443/Core_API_SSL']);
   });
 
   describe('four node processes: HTTPS only, HTTP and HTTPS, HTTP only, HTTPS only under another name', () => {
