@@ -47,7 +47,7 @@ class PortTaken extends Error {}
  * only until the daemon binds it, and the suite's other processes bind ports meanwhile: when the daemon
  * exits on the bind, it starts again on another port.
  */
-export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promise<Regtest> {
+export async function startLitecoind(opts: LitecoindOptions = {}): Promise<Regtest> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startOnce(opts);
@@ -57,8 +57,18 @@ export async function startLitecoind(opts: { extraArgs?: string[] } = {}): Promi
   }
 }
 
-async function startOnce(opts: { extraArgs?: string[] }): Promise<Regtest> {
-  const datadir = tempDir('corenode-ltc-');
+export interface LitecoindOptions {
+  extraArgs?: string[];
+  /**
+   * Its data folder (made here; removed at stop), instead of a temp folder of its own: the testbed keeps
+   * everything it starts under its own folder, so that a process naming that folder is known to be its.
+   */
+  datadir?: string;
+}
+
+async function startOnce(opts: LitecoindOptions): Promise<Regtest> {
+  const datadir = opts.datadir ?? tempDir('corenode-ltc-');
+  fs.mkdirSync(datadir, { recursive: true });
   const rpcPort = await freePort();
   const p2pPort = await freePort();
   const user = 'corenode';

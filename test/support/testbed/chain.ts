@@ -30,8 +30,9 @@ export interface Chain {
   stop(): Promise<void>;
 }
 
-export async function startChain(): Promise<Chain> {
-  const ltc = await startLitecoind();
+/** The chain, its daemon's data in `datadir` (inside the testbed's folder: the sweep then knows the daemon as the testbed's). */
+export async function startChain(datadir?: string): Promise<Chain> {
+  const ltc = await startLitecoind({ datadir });
   let double: CorenodeRpcDouble | undefined;
   try {
     double = await startCorenodeRpcDouble(ltc);

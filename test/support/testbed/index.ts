@@ -13,7 +13,7 @@ import { buildIfStale } from '../../../scripts/build.mjs';
 import { startChain, listEntry, HOST_RPC_PORT, type Chain } from './chain.ts';
 import { newWallet, type Wallet } from './keys.ts';
 import { createNet, type HostSpec, type NetHost, type RouterSpec, type TestNet } from './net.ts';
-import { leftovers, sweepStale } from './names.ts';
+import { leftovers, newPrefix, sweepStale, testbedDir } from './names.ts';
 import { API_PORT, TestbedNode, type NodeOptions } from './nodes.ts';
 import type { NsProcess } from './procs.ts';
 import { makeCert, type Cert } from './tls.ts';
@@ -87,7 +87,10 @@ export class Testbed {
         return { ...f, port, toPort: f.toPort ?? port };
       }),
     }));
-    const [netR, chainR] = await Promise.allSettled([createNet({ hosts: o.hosts, routers }), startChain()]);
+    // The network's folder is made before createNet's first await, so the daemon's data can go in it.
+    const prefix = newPrefix();
+    const netP = createNet({ hosts: o.hosts, routers }, prefix);
+    const [netR, chainR] = await Promise.allSettled([netP, startChain(path.join(testbedDir(prefix), 'chain'))]);
     if (netR.status === 'rejected' || chainR.status === 'rejected') {
       if (netR.status === 'fulfilled') await netR.value.destroy();
       if (chainR.status === 'fulfilled') await chainR.value.stop();
@@ -184,7 +187,8 @@ export class Testbed {
     if (this.stopped) return;
     this.stopped = true;
     await Promise.allSettled(this.nodes.map((n) => n.close()));
-    await this.net.destroy();
+    // The chain's data is in the network's folder: the daemon stops first.
     await this.chain.stop();
+    await this.net.destroy();
   }
 }

@@ -37,13 +37,100 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Cgroup folders named for the testbed (its dockerds' `--cgroup-parent`), in every hierarchy (v1 and v2). */
+function cgroupsOf(prefix: string): string[] {
+  const roots = ['/sys/fs/cgroup'];
+  try {
+    for (const c of fs.readdirSync('/sys/fs/cgroup')) roots.push(path.join('/sys/fs/cgroup', c));
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  for (const r of roots)
+    try {
+      for (const d of fs.readdirSync(r)) if (d.startsWith(`${prefix}-`)) found.push(path.join(r, d));
+    } catch {
+      // not a folder
+    }
+  return found;
+}
+
+/** The cgroup folders under `dir`, deepest first, and the processes in them. */
+function walkCgroup(dir: string): { dirs: string[]; pids: number[] } {
+  const dirs: string[] = [];
+  const pids: number[] = [];
+  const walk = (d: string) => {
+    let entries: fs.Dirent[] = [];
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) if (e.isDirectory()) walk(path.join(d, e.name));
+    dirs.push(d);
+    try {
+      for (const l of fs.readFileSync(path.join(d, 'cgroup.procs'), 'utf8').split('\n')) if (l) pids.push(Number(l));
+    } catch {
+      // no procs file
+    }
+  };
+  walk(dir);
+  return { dirs, pids };
+}
+
 /**
- * Remove everything of a testbed, synchronously: the processes in its namespaces (SIGKILL), the
- * namespaces (their devices go with them), its folder. What a graceful stop did not reach.
+ * Apps' containers: in namespaces of their own (not the testbed's), children of shims a SIGKILL of their
+ * dockerd leaves without a parent; found by their cgroup, killed, and the cgroups removed.
+ */
+function killCgroups(prefix: string): void {
+  const groups = cgroupsOf(prefix);
+  if (!groups.length) return;
+  for (let i = 0; i < 50; i++) {
+    const pids = groups.flatMap((g) => walkCgroup(g).pids);
+    if (!pids.length) break;
+    for (const pid of pids)
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    execFileSync('sleep', ['0.1']);
+  }
+  for (const g of groups)
+    for (const d of walkCgroup(g).dirs)
+      try {
+        fs.rmdirSync(d);
+      } catch {
+        // still busy or gone
+      }
+}
+
+/** Mounts under the testbed's folder (dockerd's overlays, app volumes), deepest first, unmounted. */
+function unmountUnder(dir: string): void {
+  const mounts = fs
+    .readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1]?.replace(/\\040/g, ' '))
+    .filter((m): m is string => !!m && (m === dir || m.startsWith(`${dir}/`)))
+    .sort((a, b) => b.length - a.length);
+  for (const m of mounts)
+    try {
+      execFileSync('umount', ['-l', m], { stdio: 'ignore' });
+    } catch {
+      // gone meanwhile
+    }
+}
+
+/**
+ * Remove everything of a testbed, synchronously: the processes in its namespaces (SIGKILL) and in its
+ * cgroups, the namespaces (their devices go with them), its mounts, its folder. What a graceful stop did
+ * not reach.
  */
 export function removeTestbed(prefix: string): void {
   const names = namespacesOf(prefix);
-  for (let i = 0; i < 50 && killAllIn(names) > 0; i++) execFileSync('sleep', ['0.1']);
+  for (let i = 0; i < 50 && killAllIn(names) + killAll(processesNaming(prefix)) > 0; i++) execFileSync('sleep', ['0.1']);
+  killCgroups(prefix);
+  unmountUnder(testbedDir(prefix));
   for (const ns of names)
     try {
       execFileSync('ip', ['netns', 'delete', ns], { stdio: 'ignore' });
@@ -77,6 +164,16 @@ export function sweepStale(): string[] {
   return removed;
 }
 
+function killAll(pids: number[]): number {
+  for (const pid of pids)
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  return pids.length;
+}
+
 /** Processes whose command line names the testbed's folder (its forwarders, nodes, daemons). */
 export function processesNaming(prefix: string): number[] {
   const dir = testbedDir(prefix);
@@ -84,7 +181,7 @@ export function processesNaming(prefix: string): number[] {
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
     try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(dir)) pids.push(Number(d));
+      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(`${dir}/`)) pids.push(Number(d));
     } catch {
       // gone meanwhile
     }
@@ -100,6 +197,7 @@ export function leftovers(prefix: string): string[] {
   const names = namespacesOf(prefix);
   const left = names.map((n) => `namespace ${n}`);
   for (const pid of new Set([...pidsInNetns(names), ...processesNaming(prefix)])) left.push(`process ${pid}`);
+  for (const g of cgroupsOf(prefix)) left.push(`cgroup ${g}`);
   if (fs.existsSync(testbedDir(prefix))) left.push(`folder ${testbedDir(prefix)}`);
   return left;
 }

@@ -104,6 +104,8 @@ export interface TestNet {
   prefix: string;
   dir: string;
   internetNs: string;
+  /** The internet's namespace as a place (a service every host reaches by a socket file may run there). */
+  internet: Place;
   hosts: NetHost[];
   routers: NetRouter[];
   host(name: string): NetHost;
@@ -146,8 +148,8 @@ ${r.forwards.map((f) => `    ip daddr ${r.v4} ${f.proto} dport ${f.port} dnat ip
 }
 `;
 
-export async function createNet(spec: NetSpec): Promise<TestNet> {
-  const prefix = newPrefix();
+/** Build the network; `prefix` chosen by the caller (`newPrefix()`) when it needs the folder's name first. */
+export async function createNet(spec: NetSpec, prefix = newPrefix()): Promise<TestNet> {
   const dir = testbedDir(prefix);
   // The folder and its owner first: a namespace of this prefix without them is a leftover (names.ts).
   fs.mkdirSync(dir, { mode: 0o755 });
@@ -184,6 +186,7 @@ export async function createNet(spec: NetSpec): Promise<TestNet> {
     prefix,
     dir,
     internetNs,
+    internet: place('internet', internetNs),
     hosts,
     routers,
     host(name) {
