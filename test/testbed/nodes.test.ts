@@ -3,6 +3,8 @@
  * `c` behind router `home`, which runs miniupnpd (the node maps its own ports through it). All three are in
  * the node list the chain's double answers, at their public `IP:PORT`, with membership `nodelist`; `b` and
  * `c` are seeded with `a` (`peers.seeds`, dialled over ws://). `b` runs under faketime, 5 minutes ahead.
+ * Node `d`, on an IPv6-only host, serves HTTPS with the testbed's certificate and is listed at
+ * `[v6]:PORT`; it has no seed (the peers config takes IPv4 seeds only) and links to nobody.
  */
 import assert from 'node:assert/strict';
 import { Testbed, QUICK_PEERS, leftovers } from '../support/testbed/index.ts';
@@ -14,7 +16,7 @@ const data = (a: { json?: any; status: number; text: string }) => {
   return a.json.data;
 };
 
-describe('testbed: three node processes', function () {
+describe('testbed: real node processes', function () {
   this.timeout(90_000);
   let tb: Testbed;
   const links = async (name: string) => {
@@ -24,7 +26,7 @@ describe('testbed: three node processes', function () {
 
   before(async () => {
     tb = await Testbed.start({
-      hosts: [{ name: 'a' }, { name: 'b', node: { clockOffsetSeconds: SKEW_S } }, { name: 'c', behind: 'home' }],
+      hosts: [{ name: 'a' }, { name: 'b', node: { clockOffsetSeconds: SKEW_S } }, { name: 'c', behind: 'home' }, { name: 'd', ip: 'v6', node: { tls: true } }],
       routers: [{ name: 'home', upnp: true }],
       seeds: ['a'],
       config: { peers: { ...QUICK_PEERS, minimums: { outgoing: 2, uniqueOutgoingIps: 2, incoming: 1, uniqueIncomingIps: 1 } } },
@@ -44,6 +46,7 @@ describe('testbed: three node processes', function () {
         ['11.1.0.2:16127', tb.node('a').nodeKey.pubKey, 'CUMULUS'],
         ['11.2.0.2:16127', tb.node('b').nodeKey.pubKey, 'CUMULUS'],
         ['11.201.0.2:16127', tb.node('c').nodeKey.pubKey, 'CUMULUS'],
+        ['[2001:db8:4::2]:16127', tb.node('d').nodeKey.pubKey, 'CUMULUS'],
       ],
     );
     const ips = { a: '11.1.0.2', b: '11.2.0.2', c: '11.201.0.2' } as const;
@@ -63,6 +66,15 @@ describe('testbed: three node processes', function () {
     const peers = data(await tb.node('a').get('/core/peers')) as { ip: string; listedKey: string }[];
     assert.deepEqual(new Set(peers.map((p) => `${p.ip} ${p.listedKey}`)), new Set([`${ips.b} ${tb.node('b').nodeKey.pubKey}`, `${ips.c} ${tb.node('c').nodeKey.pubKey}`]));
     assert.equal(data(await tb.node('a').get('/core/checkcommunication')), 'Communication to Core network is properly established');
+  });
+
+  it('an IPv6-only node serves HTTPS with the testbed’s certificate, reached from the runner', async () => {
+    const d = tb.node('d');
+    assert.match(d.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(data(await d.get('/core/version')), data(await tb.node('a').get('/core/version')));
+    assert.equal(d.config.peers && (d.config.peers as { seeds?: string[] }).seeds, undefined);
+    // A client without the testbed's certificate refuses it.
+    await assert.rejects(fetch(`${d.url}/core/version`), /fetch failed/);
   });
 
   it('a node under faketime is 5 minutes ahead in its hello', async () => {

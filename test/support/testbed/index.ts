@@ -134,8 +134,10 @@ export class Testbed {
       });
       this.nodes.push(node);
     }
-    const seeds = (o.seeds ?? []).map((s) => this.node(s));
+    // Seeds are IPv4 `ip:port` (the peers config's pattern): an IPv6-only host gets none.
+    const seeds = (o.seeds ?? []).map((s) => this.node(s)).filter((s) => !s.listedAddress.startsWith('['));
     for (const n of this.nodes) {
+      if (!n.host.v4) continue;
       const mine = seeds.filter((s) => s !== n).map((s) => s.listedAddress);
       if (mine.length) n.config.peers = { ...(n.config.peers as object), seeds: mine };
     }
