@@ -40,7 +40,7 @@ describe('testbed: the network', function () {
       c.end(`${JSON.stringify(cmd)}\n`);
     });
   /** From `from`, the address `host` sees it at (or the error). */
-  const whoami = async (from: string, host: string, port = 7000, timeoutMs = 1500) => {
+  const whoami = async (from: string, host: string, port = 7000, timeoutMs = 5000) => {
     const r = await ask(from, { op: 'tcp', host, port, timeoutMs });
     return r.ok ? r.data : r.error;
   };
