@@ -15,7 +15,6 @@ import { newWallet, type Wallet } from './keys.ts';
 import { createNet, type HostSpec, type NetHost, type RouterSpec, type TestNet } from './net.ts';
 import { leftovers, newPrefix, sweepStale, testbedDir } from './names.ts';
 import { API_PORT, TestbedNode, type NodeOptions } from './nodes.ts';
-import type { NsProcess } from './procs.ts';
 import { makeCert, type Cert } from './tls.ts';
 
 export { sweepStale, leftovers };
@@ -59,7 +58,6 @@ export class Testbed {
   /** A core-team wallet of the testbed's own (every node's `coreTeam`). */
   readonly coreTeam: Wallet = newWallet();
   cert?: Cert;
-  private readonly forwarders: NsProcess[] = [];
   private stopped = false;
 
   private constructor(
@@ -147,7 +145,7 @@ export class Testbed {
       net.hosts.map(async (h) => {
         const node = this.nodes.find((n) => n.host === h);
         const pairs = [`tcp:127.0.0.1:${HOST_RPC_PORT}`, `unix:${this.chain.socketPath}`, ...(node?.forwardPairs() ?? []), ...(o.hostForwards?.(h) ?? [])];
-        this.forwarders.push((await net.forward(h, pairs)).proc);
+        await net.forward(h, pairs);
       }),
     );
     if (o.startNodes !== false) await Promise.all(this.nodes.map((n) => n.start()));
