@@ -6,16 +6,17 @@
  */
 import { ApiError, type HandlerInput, type Log } from '../../core/plugin-api.ts';
 import { canonicalIp, formatAddr, parseAddr } from '../../lib/net-addr/addr.ts';
-import { nodeGet } from './node-call.ts';
+import { callNode } from '../../lib/node-http/request.ts';
 import type { Membership } from './membership.ts';
 import type { PeerNode } from './protocol/node.ts';
 
 /** The asking side: one call, its answer logged at debug (the next round asks again if still short). */
-export function dialBackAsker(net: PeerNode, bound: string | undefined, log: Log) {
+export function dialBackAsker(net: PeerNode, log: Log) {
   return (addr: string) => {
     const a = parseAddr(addr);
     if (!a) return;
-    void nodeGet(a.ip, a.port, `/core/addoutgoingpeer/${encodeURIComponent(net.self)}`, { localAddress: bound, timeoutMs: 5_000 }).then(
+    // Over HTTPS where that node offers it (lib/node-http), as every call between nodes.
+    void callNode(a.ip, a.port, `/core/addoutgoingpeer/${encodeURIComponent(net.self)}`, { timeoutMs: 5_000, maxBytes: 4096 }).then(
       (r) => log.debug({ addr, status: r.status, body: r.text.slice(0, 200) }, 'peers: dial-back asked'),
       (e) => log.debug({ addr, err: (e as Error).message }, 'peers: dial-back not asked'),
     );

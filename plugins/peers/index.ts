@@ -118,7 +118,7 @@ export default definePlugin({
       }
     }, cfg.nodeListCacheMs);
     recheck.unref();
-    askDialBack = dialBackAsker(net, bound, ctx.log);
+    askDialBack = dialBackAsker(net, ctx.log);
 
     // Discovery: the nodes of the node list are the addresses to dial (seeds stay an option), read as often
     // as admissions re-read the list; this node's own entry gives its address.

@@ -35,7 +35,7 @@ export interface TestbedOptions {
   routers?: TestbedRouterSpec[];
   /** Config every node gets (under its own `node.config`); e.g. quick peer timers. */
   config?: Record<string, unknown>;
-  /** Nodes (by host name) every other node has as `peers.seeds` (IPv4 `ip:port`). */
+  /** Nodes (by host name) every other node has as `peers.seeds` (their listed `ip:port`, of the families it has). */
   seeds?: string[];
   /** Start the nodes (default true); else call `node.start()` when the test wants. */
   startNodes?: boolean;
@@ -132,11 +132,10 @@ export class Testbed {
       });
       this.nodes.push(node);
     }
-    // Seeds are IPv4 `ip:port` (the peers config's pattern): an IPv6-only host gets none.
-    const seeds = (o.seeds ?? []).map((s) => this.node(s)).filter((s) => !s.listedAddress.startsWith('['));
+    // A seed is dialled at its listed address: a host reaches seeds of its own address families only.
+    const seeds = (o.seeds ?? []).map((s) => this.node(s));
     for (const n of this.nodes) {
-      if (!n.host.v4) continue;
-      const mine = seeds.filter((s) => s !== n).map((s) => s.listedAddress);
+      const mine = seeds.filter((s) => s !== n && (s.listedAddress.startsWith('[') ? !!n.host.v6 : !!n.host.v4)).map((s) => s.listedAddress);
       if (mine.length) n.config.peers = { ...(n.config.peers as object), seeds: mine };
     }
     this.listNodes();

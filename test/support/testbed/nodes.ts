@@ -28,8 +28,8 @@ export const API_PORT = 16127;
 
 export interface NodeOptions {
   port?: number;
-  /** Serve HTTPS with the testbed's certificate. */
-  tls?: boolean;
+  /** Serve HTTPS with the testbed's certificate: on its API port (true), or beside HTTP on the next port ('beside'). */
+  tls?: boolean | 'beside';
   /** Run under faketime this many seconds ahead (negative: behind). */
   clockOffsetSeconds?: number;
   /** Keep its ports mapped through its router's miniupnpd (default: when its router runs one). */
@@ -70,6 +70,7 @@ export class TestbedNode implements Client {
   readonly nodeKey: NodeKey = newNodeKey();
   readonly operator: Wallet = newWallet();
   readonly port: number;
+  /** HTTPS on its API port. */
   readonly tls: boolean;
   readonly dir: string;
   readonly dataDir: string;
@@ -92,7 +93,7 @@ export class TestbedNode implements Client {
     private readonly ctx: NodeContext,
   ) {
     this.port = o.port ?? API_PORT;
-    this.tls = !!o.tls;
+    this.tls = o.tls === true;
     this.listed = o.listed !== false;
     this.dir = path.join(host.dir, 'node');
     this.dataDir = path.join(this.dir, 'data');
@@ -108,7 +109,7 @@ export class TestbedNode implements Client {
     const plugins = o.plugins ?? DEFAULT_PLUGINS;
     const base: Record<string, unknown> = {
       // All addresses: the peers plugin then binds no source address and learns its public IP from its peers.
-      api: { port: this.port, host: host.v6 ? '::' : '0.0.0.0', ...(this.tls ? { tls: { cert: ctx.cert!.cert, key: ctx.cert!.key } } : {}) },
+      api: { port: this.port, host: host.v6 ? '::' : '0.0.0.0', ...(o.tls ? { tls: { cert: ctx.cert!.cert, key: ctx.cert!.key, ...(o.tls === 'beside' ? { port: 'next' } : {}) } } : {}) },
       dataDir: this.dataDir,
       manifestsDir: ctx.manifests(plugins),
       log: { level: process.env.TEST_LOG ?? 'warn' },
