@@ -53,9 +53,21 @@ function once(ip: string, a: Attempt, path: string, o: NodeCall): Promise<NodeAn
       // See the file's comment: identity comes from signatures, not from the certificate.
       ...(a.secure ? { rejectUnauthorized: false } : {}),
     };
+    /** Settle once with an error naming the URL; the code stays (offers.ts reads it to tell a TLS server's refusal). */
+    const fail = (e: Error & { code?: string }, answered = false) => {
+      clearTimeout(timer);
+      if (o.signal?.aborted && e.name === 'AbortError') return reject(o.signal.reason ?? e);
+      reject(Object.assign(new Error(`${url}: ${e.message}`, { cause: e }), { code: e.code, name: e.name === 'TimeoutError' ? e.name : 'Error', answered }));
+      req.destroy();
+    };
     const req = (a.secure ? https : http).request(opts, (res) => {
       const parts: Buffer[] = [];
       let size = 0;
+      const finish = () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8').slice(0, max), secure: a.secure, url });
+        req.destroy();
+      };
       res.on('data', (d: Buffer) => {
         if (size >= max) return;
         parts.push(d);
@@ -63,27 +75,11 @@ function once(ip: string, a: Attempt, path: string, o: NodeCall): Promise<NodeAn
         if (size >= max) finish();
       });
       res.on('end', finish);
-      res.on('error', finish);
-      let done = false;
-      function finish() {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8').slice(0, max), secure: a.secure, url });
-        req.destroy();
-      }
+      // The node answered and its answer broke off: no other way to it is tried.
+      res.on('error', (e) => fail(e, true));
     });
-    const timer = setTimeout(() => {
-      const e = new Error(`no answer within ${o.timeoutMs} ms`);
-      e.name = 'TimeoutError';
-      req.destroy(e);
-    }, o.timeoutMs);
-    req.on('error', (e: Error & { code?: string }) => {
-      clearTimeout(timer);
-      if (o.signal?.aborted && e.name === 'AbortError') return reject(o.signal.reason ?? e);
-      // The code stays (offers.ts reads it to tell a TLS server's refusal); the message names the URL.
-      reject(Object.assign(new Error(`${url}: ${e.message}`, { cause: e }), { code: e.code, name: e.name === 'TimeoutError' ? e.name : 'Error' }));
-    });
+    const timer = setTimeout(() => fail(Object.assign(new Error(`no answer within ${o.timeoutMs} ms`), { name: 'TimeoutError' })), o.timeoutMs);
+    req.on('error', (e: Error & { code?: string }) => fail(e));
     if (o.body !== undefined) req.end(o.body);
     else req.end();
   });

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import { TlsOffers, urlHost } from '../../lib/node-http/offers.ts';
 import { callNode } from '../../lib/node-http/request.ts';
 import { peerLink } from '../../plugins/filesync/peers.ts';
@@ -132,6 +133,23 @@ describe('TLS between nodes', function () {
         await s.close();
       }
       await assert.rejects(callNode('127.0.0.1', STUB + 3, '/core/version', { timeoutMs: 3000 }, offers), new RegExp(`http://127\\.0\\.0\\.1:${STUB + 3}/core/version: connect ECONNREFUSED`));
+    });
+
+    it('a TLS port that takes the connection and never answers: plain after the timeout; a plain one: a TimeoutError', async () => {
+      // Reads and drops what comes (a socket never read never sees the client's close), answers nothing.
+      const silent = net.createServer((sock) => void sock.on('error', () => undefined).resume());
+      await new Promise<void>((r) => silent.listen(STUB + 6, '127.0.0.1', r));
+      const plain = await stub('plain', STUB + 7, null);
+      const offers = new TlsOffers();
+      try {
+        offers.offer('127.0.0.1', STUB + 7, STUB + 6);
+        const a = await callNode('127.0.0.1', STUB + 7, '/', { timeoutMs: 300 }, offers);
+        assert.deepEqual([a.secure, JSON.parse(a.text).data], [false, 'plain']);
+        await assert.rejects(callNode('127.0.0.1', STUB + 6, '/v', { timeoutMs: 300 }, new TlsOffers()), (e: Error) => e.name === 'TimeoutError' && e.message === `http://127.0.0.1:${STUB + 6}/v: no answer within 300 ms`);
+      } finally {
+        await plain.close();
+        await new Promise((r) => silent.close(r));
+      }
     });
 
     it('IPv6 addresses go in brackets', async function () {
