@@ -24,7 +24,8 @@ import path from 'node:path';
 // after 595 s and the others after 402-479.
 const SHARDS = [
   ['test/apps', 'test/contract', 'test/node'],
-  ['test/explorer', 'test/volumes'],
+  // The testbed areas build hosts in network namespaces of their own, from inside this shard's namespace.
+  ['test/explorer', 'test/volumes', 'test/network', 'test/testbed'],
   ['test/deployer', 'test/attack', 'test/cli', 'test/tenants/mounts.test.ts', 'test/tenants/test-installs.test.ts', 'test/tenants/exec-output.test.ts'],
   ['test/peers', 'test/filesync', 'test/core', 'test/daemon', 'test/benchmark', 'test/identity', 'test/explorer/kill.test.ts', 'test/tenants'],
 ];
