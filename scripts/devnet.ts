@@ -37,7 +37,7 @@ async function main() {
   const hosts = Array.from({ length: o.nodes }, (_, i) => ({ name: `node${i + 1}`, node: o.apps ? { plugins: APPS_PLUGINS } : {} }));
   const tb = await Testbed.start({
     hosts,
-    seeds: ['node1'],
+    // No seeds: the nodes find each other from the node list, as on the real network.
     startNodes: false,
     config: {
       log: { level: process.env.DEVNET_LOG ?? 'warn' },
