@@ -84,6 +84,8 @@ interface Known {
   listed?: boolean;
 }
 
+/** Close code of a plain link replaced by a TLS link to the same node: not a disconnect. */
+export const REPLACED = 4013;
 /** Close codes by which the other side refused this node: not retried before `refusedRetryMs`. */
 const REFUSALS = new Set([4003, 4006]);
 /** Known addresses at most: a node list (about 13,000 nodes on the reference's network) and what peers tell. */
@@ -130,6 +132,8 @@ export class PeerNode {
   readonly opens = new Map<string, number>();
   private stopped = false;
   private told = 0;
+  /** Addresses whose plain outgoing link is being replaced by a TLS one. */
+  private readonly upgrading = new Set<string>();
   /** The IPs of the node list last read. */
   private listedIps = new Set<string>();
   private selfListed = true;
@@ -442,8 +446,9 @@ export class PeerNode {
     c.state = 'closed';
     // Refused by the other side (not listed, banned) or by this one (the peer is not listed): not worth a
     // retry before refusedRetryMs; a node list read that newly lists the address clears it (setListed).
-    if (c.direction === 'outbound') this.backoff(c.addr, !wasOpen && REFUSALS.has(code));
+    if (c.direction === 'outbound' && code !== REPLACED) this.backoff(c.addr, !wasOpen && REFUSALS.has(code));
     if (!wasOpen && code !== 4010) return;
+    if (code === REPLACED) count = false;
     this.record(code === 4010 ? 'misbehaved' : 'disconnected', code, c.ip, c.port, c.direction, reason);
     if (count && !this.stopped) {
       const now = this.env.now();
@@ -627,13 +632,40 @@ export class PeerNode {
 
   /** A key already linked in the same direction, or from another IP, is refused (4004). */
   private duplicate(c: Conn, key: string, port: number): boolean {
-    const same = [...this.conns].find((o) => o !== c && o.key === key && o.state === 'open');
-    if (same && (same.direction === c.direction || same.ip !== c.ip)) {
+    const same = [...this.conns].find((o) => o !== c && o.key === key && o.state === 'open' && !this.upgrades(c, o, port) && (o.direction === c.direction || o.ip !== c.ip));
+    if (same) {
       this.record('refused', 4004, c.ip, port, c.direction, 'already connected to this node');
       this.drop(c, 4004, 'already connected to this node', false);
       return true;
     }
     return false;
+  }
+
+  /** Whether `c` is a TLS link that takes the place of the plain link `o` (same node, IP and direction). */
+  private upgrades(c: Conn, o: Conn, port = c.port) {
+    return !!c.link.secure && !o.link.secure && o.direction === c.direction && o.ip === c.ip && o.port === port;
+  }
+
+  /**
+   * A plain outgoing link to a node that offers TLS is replaced by a TLS one: the dialler opens the TLS
+   * link (the transport plans it first now that the hello named the port), and once it is open closes the
+   * plain one with REPLACED, which neither side counts as a disconnect. A link opened before the dialler
+   * knew the node serves HTTPS would otherwise stay plain for as long as it lasts (days).
+   */
+  private async upgrade(old: Conn) {
+    if (this.stopped || this.upgrading.has(old.addr)) return;
+    this.upgrading.add(old.addr);
+    try {
+      const link = await this.transport.connect(old.ip, old.port);
+      // TLS failed there and plain answered instead: keep the link there is.
+      if (!link.secure || old.state !== 'open' || this.stopped) return link.close(1000, 'not needed');
+      const c = this.attach(link, 'outbound', old.ip, old.source);
+      c.port = old.port;
+    } catch {
+      /* the plain link stays */
+    } finally {
+      this.upgrading.delete(old.addr);
+    }
   }
 
   private admitted(c: Conn, f: Frame, d: any, member: string) {
@@ -651,8 +683,13 @@ export class PeerNode {
       this.learn(c.addr, 'incoming');
     }
     // `tls`: the port the peer serves HTTPS on (optional: older nodes send none, and a bad value is ignored).
-    this.transport.offered?.(c.ip, c.port, Number.isInteger(d.tls) && d.tls > 0 && d.tls <= 65535 ? d.tls : 0);
+    const tls = Number.isInteger(d.tls) && d.tls > 0 && d.tls <= 65535 ? d.tls : 0;
+    this.transport.offered?.(c.ip, c.port, tls);
+    const replaced = [...this.conns].filter((o) => o !== c && o.key === c.key && o.state === 'open' && this.upgrades(c, o));
     this.open(c);
+    // The dialler closes the plain link it replaced (the other side then sees REPLACED too).
+    if (c.direction === 'outbound') for (const o of replaced) this.drop(o, REPLACED, 'replaced by a TLS link', false);
+    if (c.direction === 'outbound' && !c.link.secure && tls && c.state === 'open') void this.upgrade(c);
   }
 
   /** Take the IP most peers report (one report per peer key would be stricter; counts are capped). */
