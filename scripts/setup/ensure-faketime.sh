@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Idempotent: install Debian's faketime (libfaketime and its `faketime` wrapper), if missing. The testbed
-# runs a node process under it to give that node a skewed clock; nothing in the product knows about it.
+# and the clock drift tests preload libfaketime into a node process to skew its clock; nothing in the
+# product knows about it.
 # Waits for another apt run to finish rather than failing on the dpkg lock.
 set -euo pipefail
-if command -v faketime >/dev/null 2>&1; then exit 0; fi
+LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+if [ -e "$LIB" ]; then exit 0; fi
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
 $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends faketime >/dev/null
-command -v faketime >/dev/null
+[ -e "$LIB" ]

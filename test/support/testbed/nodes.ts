@@ -2,8 +2,10 @@
  * A real node process on a testbed host: `node dist/core/cli/node.js` (the shipped entry point, as
  * test/peers/cluster.ts runs it) inside the host's namespace, with its own data folder, config file
  * (`CORENODE_CONFIG`, JSON), node key (`peers.nodePrivateKey`) and operator wallet (`initial.legacyid`);
- * optionally HTTPS with the testbed's certificate, and a skewed clock: Debian's `faketime` around the
- * process (`faketime -f +600s node ...`), nothing in the product.
+ * optionally HTTPS with the testbed's certificate, and a skewed clock: Debian's libfaketime preloaded into
+ * the node process (`LD_PRELOAD` and `FAKETIME=+600s`, what the `faketime` command sets), nothing in the
+ * product. Not the `faketime` command itself: it runs the node as its child and keeps a shared-memory file
+ * per run in /dev/shm, which a kill -9 of the node left behind (40 of them after a day of test runs).
  *
  * The runner reaches its API at `http(s)://127.0.0.1:<port>` (expose.ts), piped to the unix socket that the
  * host's forwarder serves and carries to the node's port on the host's loopback: a cut host is still
@@ -25,6 +27,9 @@ import type { Cert } from './tls.ts';
 
 /** The API port of a node when none is given: 16127, or for the n-th node behind a router 16127 + 10n (the reference's API ports). */
 export const API_PORT = 16127;
+
+/** Debian's libfaketime (package faketime, scripts/setup/ensure-faketime.sh). */
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 export interface NodeOptions {
   port?: number;
@@ -156,11 +161,12 @@ export class TestbedNode implements Client {
       this.http = clientFor(this.url, this.ctx.cert?.pem);
     }
     const off = this.o.clockOffsetSeconds;
-    const faketime = off ? ['faketime', '-f', `${off > 0 ? '+' : '-'}${Math.abs(off)}s`] : [];
+    const skew = off ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: `${off > 0 ? '+' : '-'}${Math.abs(off)}s` } : {};
+    if (off && !fs.existsSync(LIBFAKETIME)) throw new Error(`${LIBFAKETIME} is missing: bash scripts/setup/ensure-faketime.sh installs it`);
     const log = fs.openSync(this.logFile, 'a');
-    this.proc = this.host.spawn([...faketime, process.execPath, '--max-semi-space-size=2', ...entryArgs('node')], {
+    this.proc = this.host.spawn([process.execPath, '--max-semi-space-size=2', ...entryArgs('node')], {
       cwd: REPO_ROOT,
-      env: { ...process.env, CORENODE_CONFIG: this.configFile },
+      env: { ...process.env, CORENODE_CONFIG: this.configFile, ...skew },
       stdio: ['ignore', log, log],
     });
     fs.closeSync(log);
@@ -180,8 +186,6 @@ export class TestbedNode implements Client {
     if (!p) return;
     p.signal(signal);
     await p.exited;
-    // faketime's child, when faketime went first.
-    p.signal('SIGKILL');
   }
 
   /** SIGTERM (the node closes its stores), SIGKILL after 10 s. */

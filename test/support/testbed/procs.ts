@@ -1,9 +1,9 @@
 /**
  * Processes inside the testbed's network namespaces: started with `nsenter --net=/run/netns/<ns> --`
  * (iproute2's `ip netns exec` remounts /sys in a mount namespace of its own, which dockerd then fails on),
- * each the leader of its own process group, so that one signal reaches what it started too: Debian's
- * `faketime` forks the program it wraps and waits for it, and a SIGKILL to faketime alone left the node
- * running (seen). `pidsInNetns` finds whatever still runs in a namespace however it was started, for the
+ * each the leader of its own process group, so that one signal reaches what it started too (a wrapper
+ * that forks the program it wraps, as Debian's `faketime` command does, would otherwise leave that program
+ * running after a SIGKILL to the wrapper alone: seen). `pidsInNetns` finds whatever still runs in a namespace however it was started, for the
  * final sweep.
  */
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
@@ -71,7 +71,7 @@ export function spawnIn(ns: string, args: string[], opts: SpawnOptions = {}): Ns
     },
     async stop(graceMs = 10_000) {
       if (!running()) {
-        // The leader is gone; what it forked may not be (faketime's child after a kill of faketime).
+        // The leader is gone; what it forked may not be (a wrapper's child after a kill of the wrapper).
         p.signal('SIGKILL');
         return;
       }
