@@ -106,8 +106,10 @@ function handlersOf(d: HandlerDeps): Record<string, PlainHandler> {
     const appname: string | undefined = input.values.appname;
     if (!appname) throw NO_APP();
     const { rec, comps } = await target(appname);
-    await installer.setDesired(rec.name, comps.map((c) => c.name), desired);
-    for (const c of reverse ? [...comps].reverse() : comps) await fn(c.container);
+    await installer.withApp(rec.name, async () => {
+      await installer.setDesired(rec.name, comps.map((c) => c.name), desired);
+      for (const c of reverse ? [...comps].reverse() : comps) await fn(c.container);
+    });
     return { message: `Application ${appname} ${verb}` };
   };
 

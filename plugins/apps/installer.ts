@@ -296,6 +296,24 @@ export class Installer {
     return 'soft';
   }
 
+  private readonly appLocks = new Map<string, Promise<unknown>>();
+
+  /**
+   * Run `fn` alone among the actions on one app's containers that go through here: the lifecycle verbs and
+   * the reconciler's restarts. Without it, a reconciler round that saw a component down during an
+   * apprestart started it again after the appkill that followed (seen in a suite run on a busy machine).
+   */
+  withApp<T>(app: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.appLocks.get(app) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.appLocks.set(app, tail);
+    void tail.then(() => {
+      if (this.appLocks.get(app) === tail) this.appLocks.delete(app);
+    });
+    return run;
+  }
+
   /** Set the desired state of some components of an installed app. */
   async setDesired(app: string, components: string[], desired: 'running' | 'stopped'): Promise<void> {
     const rec = await this.installed(app);

@@ -89,22 +89,28 @@ export class Reconciler extends PeriodicWork {
         }
         t.runningSince = null;
         if (comp.desired !== 'running' || !this.due(t, now)) continue;
-        if (this.hooks && !(await this.hooks.beforeStart(rec, comp, !!c).catch(() => true))) continue;
-        t.attempts++;
-        t.lastAttempt = now;
-        try {
-          if (!c) {
-            await this.recreate(rec, comp.name);
-            this.stats.recreated++;
-          } else {
-            await this.engine.start(comp.container);
+        // Under the app's lock, on its record as it is now: a lifecycle verb may have stopped it since the
+        // round read the records.
+        await this.installer.withApp(rec.name, async () => {
+          const fresh = (await this.installer.installed(rec.name))?.components.find((x) => x.container === comp.container);
+          if (fresh?.desired !== 'running') return;
+          if (this.hooks && !(await this.hooks.beforeStart(rec, comp, !!c).catch(() => true))) return;
+          t.attempts++;
+          t.lastAttempt = now;
+          try {
+            if (!c) {
+              await this.recreate(rec, comp.name);
+              this.stats.recreated++;
+            } else {
+              await this.engine.start(comp.container);
+            }
+            this.stats.starts++;
+            this.log.info({ container: comp.container, attempt: t.attempts }, 'apps: component was not running; started');
+          } catch (e) {
+            this.stats.failures++;
+            this.log.warn({ container: comp.container, attempt: t.attempts, err: (e as Error).message }, 'apps: starting a component failed; next try after the back-off');
           }
-          this.stats.starts++;
-          this.log.info({ container: comp.container, attempt: t.attempts }, 'apps: component was not running; started');
-        } catch (e) {
-          this.stats.failures++;
-          this.log.warn({ container: comp.container, attempt: t.attempts, err: (e as Error).message }, 'apps: starting a component failed; next try after the back-off');
-        }
+        });
       }
     }
     for (const k of this.tracks.keys()) if (!seen.has(k)) this.tracks.delete(k);
