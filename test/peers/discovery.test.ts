@@ -2,13 +2,15 @@
  * Finding peers without seeds, on the protocol core (in-memory transport, virtual time): dialling the node
  * list's nodes, links spread over address groups, nodes sharing one public IP each dialled at its own port,
  * IPv6 addresses, dial-backs while incoming links are short, refusals not retried in a loop, and the
- * membership rule for a link whose family differs from the listed address.
+ * membership rule for a link whose family differs from the listed address; a plain link replaced by a TLS
+ * one.
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { generateKeys } from '../../plugins/peers/protocol/keys.ts';
 import { MemoryNetwork, VirtualTime } from '../../plugins/peers/protocol/memory.ts';
-import { PeerNode, type Admission } from '../../plugins/peers/protocol/node.ts';
+import { PeerNode, REPLACED, type Admission } from '../../plugins/peers/protocol/node.ts';
+import type { Link, Transport } from '../../plugins/peers/protocol/transport.ts';
 import { listedFor, Membership } from '../../plugins/peers/membership.ts';
 import { nodeSigner } from '../../lib/nodelist/signature.ts';
 import { formatAddr, groupOf } from '../../lib/net-addr/addr.ts';
@@ -132,5 +134,52 @@ describe('peer discovery (in-memory transport, virtual time)', () => {
     assert.equal(listedFor(v6, k, '2001:db8:5::2'), false);
     assert.equal(listedFor(v6, k, '11.1.0.2'), true);
     assert.equal(listedFor([], k, '11.1.0.2'), false);
+  });
+});
+
+describe('a plain link replaced by a TLS link (in-memory transport, virtual time)', () => {
+  it('the dialler opens a TLS link once the hello named the HTTPS port, then closes the plain one with 4013, counted by neither side', async () => {
+    const sched = new VirtualTime();
+    const net = new MemoryNetwork(sched, () => 10);
+    /** A link as the websocket transport gives it over TLS. */
+    const secure = (l: Link): Link => ({
+      remoteIp: l.remoteIp,
+      secure: true,
+      send: (d) => l.send(d),
+      buffered: () => l.buffered(),
+      close: (c, r) => l.close(c, r),
+      abort: () => l.abort(),
+      onMessage: (fn) => l.onMessage(fn),
+      onClose: (fn) => l.onClose(fn),
+    });
+    /** The memory transport with what ws-transport adds: TLS at the HTTPS port a hello named. */
+    const transport = (from: string): Transport => {
+      const tlsPorts = new Map<string, number>();
+      const plain = net.transport(from);
+      return {
+        connect: async (ip, port) => {
+          const tls = tlsPorts.get(`${ip}:${port}`);
+          return tls ? secure(await plain.connect(ip, tls)) : plain.connect(ip, port);
+        },
+        offered: (ip, port, tls) => void (tls && tlsPorts.set(`${ip}:${port}`, tls)),
+      };
+    };
+    const env = { now: () => sched.now(), setTimer: (fn: () => void, ms: number) => sched.at(ms, fn) };
+    const a = new PeerNode(generateKeys(), transport('11.1.0.2'), { ip: '11.1.0.2', port: 16127, seeds: [] }, env);
+    const b = new PeerNode(generateKeys(), transport('11.2.0.2'), { ip: '11.2.0.2', port: 16127, tlsPort: 16128, seeds: [] }, env);
+    made.push(a, b);
+    net.listen('11.1.0.2', 16127, (l) => a.accept(l));
+    net.listen('11.2.0.2', 16127, (l) => b.accept(l));
+    net.listen('11.2.0.2', 16128, (l) => b.accept(secure(l)));
+    await a.connect('11.2.0.2:16127');
+    for (let i = 0; i < 50; i++) await sched.run(sched.now() + 20);
+    assert.deepEqual(a.outgoing().map((c) => [c.addr, !!c.link.secure]), [['11.2.0.2:16127', true]]);
+    assert.deepEqual(b.incoming().map((c) => [c.addr, !!c.link.secure]), [['11.1.0.2:16127', true]]);
+    for (const n of [a, b]) {
+      assert.ok(n.history.some((e) => e.code === REPLACED && e.reason === 'replaced by a TLS link'), JSON.stringify(n.history));
+      assert.deepEqual(n.unstable(), []);
+    }
+    // The replaced link set no back-off: the address is as good as ever.
+    assert.equal(a.known.get('11.2.0.2:16127')?.failures ?? 0, 0);
   });
 });
