@@ -10,13 +10,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ClockDrift, driftCheck, median, type LinkClock } from '../../plugins/peers/clockdrift.ts';
+import { LIBFAKETIME, skewEnv } from '../support/faketime.ts';
 import { eventually } from '../support/wait.ts';
 import { bitcoinWallet, login } from '../support/wallets.ts';
 import { Cluster, data, type ClusterNode } from './cluster.ts';
 
 const PORT = 30150;
-/** Debian's libfaketime (scripts/setup/ensure-faketime.sh installs it). */
-const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 function logger() {
   const lines: { level: string; msg: string }[] = [];
@@ -97,7 +96,7 @@ describe('clock drift against the peers', function () {
         peers: { membership: 'open' },
         // What `faketime -f +600s node …` sets, on the node process itself: the faketime command runs the
         // node as its child, and killed it leaves the node running and its shared memory behind (tried).
-        env: (i): Record<string, string> => (i === 2 ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: '+600s' } : {}),
+        env: (i): Record<string, string> => (i === 2 ? skewEnv(600) : {}),
       });
       n = c.nodes;
       await c.startAll();

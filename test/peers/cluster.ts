@@ -10,6 +10,7 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { clientAt, type Answer, type Client, SAFE_NODE } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
 import { entryArgs } from '../support/entry.ts';
+import { forgetSkew } from '../support/faketime.ts';
 
 export interface ClusterNode {
   i: number;
@@ -83,6 +84,9 @@ export class Cluster {
       env: { ...process.env, CORENODE_CONFIG: n.configFile, ...this.o.env?.(n.i) },
       stdio: ['ignore', 'ignore', process.env.TEST_LOG ? 'inherit' : 'ignore'],
     });
+    const pid = n.child.pid;
+    // A node with a skewed clock (libfaketime) leaves files in /dev/shm when it is killed.
+    if (this.o.env?.(n.i).FAKETIME) n.child.once('exit', () => forgetSkew(pid));
   }
 
   async ready(n: ClusterNode) {

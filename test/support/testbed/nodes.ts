@@ -4,8 +4,7 @@
  * (`CORENODE_CONFIG`, JSON), node key (`peers.nodePrivateKey`) and operator wallet (`initial.legacyid`);
  * optionally HTTPS with the testbed's certificate, and a skewed clock: Debian's libfaketime preloaded into
  * the node process (`LD_PRELOAD` and `FAKETIME=+600s`, what the `faketime` command sets), nothing in the
- * product. Not the `faketime` command itself: it runs the node as its child and keeps a shared-memory file
- * per run in /dev/shm, which a kill -9 of the node left behind (40 of them after a day of test runs).
+ * product (test/support/faketime.ts).
  *
  * The runner reaches its API at `http(s)://127.0.0.1:<port>` (expose.ts), piped to the unix socket that the
  * host's forwarder serves and carries to the node's port on the host's loopback: a cut host is still
@@ -17,6 +16,7 @@ import { REPO_ROOT } from '../../../core/config.ts';
 import { SAFE_NODE, type Answer, type Client } from '../node.ts';
 import { entryArgs } from '../entry.ts';
 import { eventually } from '../wait.ts';
+import { forgetSkew, skewEnv } from '../faketime.ts';
 import { HOST_RPC_PORT, listedAddress } from './chain.ts';
 import { clientFor } from './client.ts';
 import { exposeUnix, type Exposed } from './expose.ts';
@@ -27,9 +27,6 @@ import type { Cert } from './tls.ts';
 
 /** The API port of a node when none is given: 16127, or for the n-th node behind a router 16127 + 10n (the reference's API ports). */
 export const API_PORT = 16127;
-
-/** Debian's libfaketime (package faketime, scripts/setup/ensure-faketime.sh). */
-const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
 export interface NodeOptions {
   port?: number;
@@ -161,8 +158,7 @@ export class TestbedNode implements Client {
       this.http = clientFor(this.url, this.ctx.cert?.pem);
     }
     const off = this.o.clockOffsetSeconds;
-    const skew = off ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: `${off > 0 ? '+' : '-'}${Math.abs(off)}s` } : {};
-    if (off && !fs.existsSync(LIBFAKETIME)) throw new Error(`${LIBFAKETIME} is missing: bash scripts/setup/ensure-faketime.sh installs it`);
+    const skew = off ? skewEnv(off) : {};
     const log = fs.openSync(this.logFile, 'a');
     this.proc = this.host.spawn([process.execPath, '--max-semi-space-size=2', ...entryArgs('node')], {
       cwd: REPO_ROOT,
@@ -171,6 +167,7 @@ export class TestbedNode implements Client {
     });
     fs.closeSync(log);
     const proc = this.proc;
+    if (off) void proc.exited.then(() => forgetSkew(proc.child.pid));
     await eventually(
       async () => {
         if (!proc.running()) throw new Error(`node ${this.name} exited: ${fs.readFileSync(this.logFile, 'utf8').slice(-1500)}`);
