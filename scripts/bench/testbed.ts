@@ -14,7 +14,8 @@
  *   npm run bench:testbed [-- --broadcasts 20]
  */
 import path from 'node:path';
-import { Testbed, QUICK_PEERS, type TestbedNode } from '../../test/support/testbed/index.ts';
+import { Testbed, type TestbedNode } from '../../test/support/testbed/index.ts';
+import { MESH, meshNetwork } from '../../test/support/testbed/networks.ts';
 import { login } from '../../test/support/wallets.ts';
 import { eventually } from '../../test/support/wait.ts';
 import { loadOrCreateKeys, generateKeys } from '../../plugins/peers/protocol/keys.ts';
@@ -26,8 +27,6 @@ const arg = (name: string, d: number) => {
   return i > 0 ? Number(process.argv[i + 1]) : d;
 };
 const BROADCASTS = arg('broadcasts', 20);
-const MINIMUMS = { outgoing: 2, uniqueOutgoingIps: 2, incoming: 2, uniqueIncomingIps: 2 };
-const NAMES = ['pub1', 'pub2', 'v6only', 'home1', 'home2', 'sh1', 'sh2', 'sh3'];
 
 const data = (a: { json?: any; status: number; text: string }) => {
   if (a.json?.status !== 'success') throw new Error(`not a success: ${a.status} ${a.text.slice(0, 300)}`);
@@ -42,26 +41,9 @@ interface Peer {
 }
 
 async function main() {
-  const tb = await Testbed.start({
-    hosts: [
-      { name: 'pub1', ip: 'dual', node: { tls: true } },
-      { name: 'pub2', ip: 'dual', node: { tls: 'beside' } },
-      { name: 'v6only', ip: 'v6', node: { tls: true } },
-      { name: 'home1', behind: 'home' },
-      { name: 'home2', behind: 'home' },
-      { name: 'sh1', behind: 'shared' },
-      { name: 'sh2', behind: 'shared' },
-      { name: 'sh3', behind: 'shared' },
-    ],
-    routers: [
-      { name: 'home', upnp: true },
-      { name: 'shared', forwards: [{ to: 'sh1' }, { to: 'sh2' }, { to: 'sh3' }] },
-    ],
-    startNodes: false,
-    config: { peers: { ...QUICK_PEERS, minimums: MINIMUMS } },
-  });
+  const tb = await Testbed.start(meshNetwork());
   try {
-    const nodes = NAMES.map((n) => tb.node(n));
+    const nodes = MESH.map((n) => tb.node(n));
     const ok = async (n: TestbedNode) => (await n.get('/core/checkcommunication').catch(() => null))?.json?.status === 'success';
     const t0 = Date.now();
     await Promise.all(nodes.map((n) => n.start()));

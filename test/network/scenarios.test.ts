@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { Testbed, QUICK_PEERS, leftovers, type TestbedNode } from '../support/testbed/index.ts';
+import { MESH, meshNetwork } from '../support/testbed/networks.ts';
 import { listEntry } from '../support/testbed/chain.ts';
 import { login } from '../support/wallets.ts';
 import { eventually } from '../support/wait.ts';
@@ -20,9 +21,6 @@ const data = (a: { json?: any; status: number; text: string }) => {
   return a.json.data;
 };
 
-/** What `/core/checkcommunication` asks of each node here (8 nodes; the IPv6-only one can reach 2 others). */
-const MINIMUMS = { outgoing: 2, uniqueOutgoingIps: 2, incoming: 2, uniqueIncomingIps: 2 };
-const MESH = ['pub1', 'pub2', 'v6only', 'home1', 'home2', 'sh1', 'sh2', 'sh3'];
 
 describe('a network of real hosts: 8 nodes find each other from the node list', function () {
   this.timeout(600_000);
@@ -47,28 +45,14 @@ describe('a network of real hosts: 8 nodes find each other from the node list', 
   };
 
   before(async () => {
-    tb = await Testbed.start({
-      hosts: [
-        { name: 'pub1', ip: 'dual', node: { tls: true } },
-        { name: 'pub2', ip: 'dual', node: { tls: 'beside' } },
-        { name: 'v6only', ip: 'v6', node: { tls: true } },
-        { name: 'home1', behind: 'home' },
-        { name: 'home2', behind: 'home' },
-        { name: 'sh1', behind: 'shared' },
-        { name: 'sh2', behind: 'shared' },
-        { name: 'sh3', behind: 'shared' },
+    tb = await Testbed.start(
+      meshNetwork([
         // Started by the tests that need them.
         { name: 'unlisted', node: { listed: false } },
         { name: 'elsewhere', node: { listed: false } },
         { name: 'skewed', node: { clockOffsetSeconds: 600 } },
-      ],
-      routers: [
-        { name: 'home', upnp: true },
-        { name: 'shared', forwards: [{ to: 'sh1' }, { to: 'sh2' }, { to: 'sh3' }] },
-      ],
-      startNodes: false,
-      config: { peers: { ...QUICK_PEERS, minimums: MINIMUMS } },
-    });
+      ]),
+    );
     // Listed: the mesh and the skewed node; `elsewhere`'s key is listed at an address that is not its own.
     tb.listNodes((n) => n.listed);
     tb.chain.nodeList.push(listEntry({ pubkey: tb.node('elsewhere').nodeKey.pubKey, ip: '11.99.0.2:16127', rank: 99 }));

@@ -17,8 +17,8 @@ import { callNode } from '../../lib/node-http/request.ts';
 import { peerLink } from '../../plugins/filesync/peers.ts';
 import { ownPorts } from '../../plugins/node/upnp.ts';
 import { hasOpenssl, selfSigned } from '../support/certs.ts';
-import type { Answer, Client } from '../support/node.ts';
-import { tempDir, type TestNode } from '../support/node.ts';
+import type { Client } from '../support/node.ts';
+import { httpsClientAt, tempDir, type TestNode } from '../support/node.ts';
 import { eventually } from '../support/wait.ts';
 import { bitcoinWallet, login } from '../support/wallets.ts';
 import { asOperator, startOpsNode } from '../node/support.ts';
@@ -42,36 +42,6 @@ async function stub(kind: 'plain' | 'tls', port: number, cert: { cert: string; k
   return { server, stats, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) };
 }
 
-/** The test's client of a node that serves HTTPS only (its certificate is self-signed: not checked here). */
-function tlsClientAt(url: string): Client {
-  const request = (method: string, p: string, init: RequestInit = {}) =>
-    new Promise<Answer>((resolve, reject) => {
-      const body = init.body === undefined ? undefined : String(init.body);
-      const req = https.request(url + p, { method, headers: { ...(init.headers as Record<string, string>), ...(body ? { 'content-length': String(Buffer.byteLength(body)) } : {}) }, rejectUnauthorized: false, agent: false }, (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () => {
-          let json: any;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          const headers = new Headers();
-          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, String(v));
-          resolve({ status: res.statusCode!, headers, text, json });
-        });
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-  return {
-    url,
-    request,
-    get: (p, headers) => request('GET', p, { headers }),
-    post: (p, body, headers) => request('POST', p, { body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'text/plain', ...headers } }),
-  };
-}
 
 describe('TLS between nodes', function () {
   this.timeout(180_000);
@@ -256,7 +226,7 @@ describe('TLS between nodes', function () {
             ...(i === 0 ? { tls: cert } : i === 1 ? { tls: { ...cert, port: 'next' } } : i === 3 ? { tls: otherName } : {}),
           },
         }),
-        client: (i, ip, port) => (i === 0 || i === 3 ? tlsClientAt(`https://${ip}:${port}`) : undefined) as Client,
+        client: (i, ip, port) => (i === 0 || i === 3 ? httpsClientAt(`https://${ip}:${port}`) : undefined) as Client,
       });
       n = c.nodes;
       await c.startAll();

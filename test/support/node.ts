@@ -1,6 +1,7 @@
 /** Start a real node host on an ephemeral port with a temp data dir, and talk to it over HTTP. */
 import fs from 'node:fs';
 import os from 'node:os';
+import https from 'node:https';
 import path from 'node:path';
 import { resolveConfig, REPO_ROOT, type NodeConfig } from '../../core/config.ts';
 import { Host } from '../../core/host.ts';
@@ -122,7 +123,11 @@ export function repoManifestCache(): ManifestCache {
 /** The calls of a test client on a node at `url` (in-process or a child process); POST bodies go as text/plain JSON. */
 export type Client = Pick<TestNode, 'url' | 'get' | 'post' | 'request'>;
 export function clientAt(url: string): Client {
-  const request = (method: string, p: string, init: RequestInit = {}) => fetchAnswer(url + p, { ...init, method });
+  return clientOf(url, (method, p, init = {}) => fetchAnswer(url + p, { ...init, method }));
+}
+
+/** `get` and `post` over one `request` function. */
+function clientOf(url: string, request: Client['request']): Client {
   return {
     url,
     request,
@@ -133,6 +138,38 @@ export function clientAt(url: string): Client {
         headers: { 'content-type': 'text/plain', ...headers },
       }),
   };
+}
+
+/**
+ * The same calls to a node serving HTTPS, over node:https (fetch takes no CA of its own on Node 20): trusting
+ * `ca` (a testbed's own certificate), or without a check when none is given (self-signed test certificates).
+ */
+export function httpsClientAt(url: string, ca?: string): Client {
+  return clientOf(url, (method, p, init = {}) =>
+    new Promise<Answer>((resolve, reject) => {
+      const body = init.body as string | Uint8Array | undefined;
+      const opts = { method, headers: init.headers as Record<string, string> | undefined, agent: false, ...(ca ? { ca } : { rejectUnauthorized: false }) };
+      const req = https.request(url + p, opts, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: any;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          const headers = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+          resolve({ status: res.statusCode!, headers, text, json });
+        });
+      });
+      req.on('error', reject);
+      req.end(body);
+    }),
+  );
 }
 
 export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
