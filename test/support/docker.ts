@@ -204,6 +204,20 @@ export function assertOwnNetworkNamespace(what: string): void {
     throw new Error(`${what} would add a bridge to this machine's network: run the test in a network namespace (scripts/dev/in-netns.sh <name> npx mocha <file>), or as \`npm test\` runs it`);
 }
 
+/** A test dockerd's own folders and socket under `root`. */
+export function dockerdArgs(root: string, socketPath: string): string[] {
+  return [
+    `--data-root=${root}/data`,
+    `--exec-root=${root}/exec`,
+    `--pidfile=${root}/docker.pid`,
+    `--host=unix://${socketPath}`,
+    '--storage-driver=overlay2',
+    // No iptables rules on a shared machine; published ports go through the userland proxy.
+    '--iptables=false',
+    '--ip-forward=false',
+  ];
+}
+
 async function start(): Promise<TestDocker> {
   assertOwnNetworkNamespace('a test dockerd');
   const t0 = Date.now();
@@ -213,16 +227,7 @@ async function start(): Promise<TestDocker> {
   const log = fs.openSync(path.join(root, 'dockerd.log'), 'a');
   procs.dockerd = spawn(
     'dockerd',
-    [
-      `--data-root=${root}/data`,
-      `--exec-root=${root}/exec`,
-      `--pidfile=${root}/docker.pid`,
-      `--host=unix://${socketPath}`,
-      '--storage-driver=overlay2',
-      // No iptables rules on a shared machine; published ports go through the userland proxy.
-      '--iptables=false',
-      '--ip-forward=false',
-    ],
+    dockerdArgs(root, socketPath),
     { stdio: ['ignore', log, log], detached: false },
   );
   const cli = cliFor(socketPath);

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { hardNofile, writePolicy } from '../../apps/support.ts';
-import { unmountUnder } from '../docker.ts';
+import { dockerdArgs, unmountUnder } from '../docker.ts';
 import { writeImage } from '../registry-store.ts';
 import { eventually } from '../wait.ts';
 import type { Testbed } from './index.ts';
@@ -92,17 +92,7 @@ async function startDockerd(tb: Testbed, h: NetHost): Promise<HostDocker> {
   const socketPath = path.join(root, 'docker.sock');
   const log = fs.openSync(path.join(root, 'dockerd.log'), 'a');
   const proc = h.spawn(
-    [
-      'dockerd',
-      `--data-root=${root}/data`,
-      `--exec-root=${root}/exec`,
-      `--pidfile=${root}/docker.pid`,
-      `--host=unix://${socketPath}`,
-      '--storage-driver=overlay2',
-      '--iptables=false',
-      '--ip-forward=false',
-      `--cgroup-parent=/${tb.net.prefix}-${path.basename(h.dir)}`,
-    ],
+    ['dockerd', ...dockerdArgs(root, socketPath), `--cgroup-parent=/${tb.net.prefix}-${path.basename(h.dir)}`],
     { stdio: ['ignore', log, log] },
   );
   fs.closeSync(log);
