@@ -63,6 +63,7 @@ export class Membership implements Admission {
   private list: { at: number; nodes: unknown[] } | null = null;
   private reading: Promise<unknown[]> | null = null;
   private warned = false;
+  private parsedList: { nodes: unknown[]; entries: { addr: string; ip: string; port: number; key: string }[]; addrs: Set<string> } | null = null;
   /** The last unusable secret (warned about once). */
   private badSecret = '';
 
@@ -180,16 +181,25 @@ export class Membership implements Admission {
     } catch {
       return null;
     }
+    const { entries } = this.parsed(nodes);
     const mine = this.pubKey?.toLowerCase();
-    const addrs: string[] = [];
-    let own: { ip: string; port: number } | null = null;
+    const own = entries.find((e) => mine && e.key === mine);
+    return { addrs: entries.filter((e) => e !== own).map((e) => e.addr), own: own ? { ip: own.ip, port: own.port } : null };
+  }
+
+  /**
+   * The list's entries parsed once per read of the list: a dial-back call (public) and every discovery
+   * round look at all of them (about 13,000 on the reference's network).
+   */
+  private parsed(nodes: unknown[]) {
+    if (this.parsedList?.nodes === nodes) return this.parsedList;
+    const entries: { addr: string; ip: string; port: number; key: string }[] = [];
     for (const n of nodes as ListedNode[]) {
       const a = parseListed(n?.ip, DEFAULT_API_PORT);
-      if (!a) continue;
-      if (mine && typeof n.pubkey === 'string' && n.pubkey.toLowerCase() === mine) own = a;
-      else addrs.push(formatAddr(a.ip, a.port));
+      if (a) entries.push({ addr: formatAddr(a.ip, a.port), ip: a.ip, port: a.port, key: typeof n.pubkey === 'string' ? n.pubkey.toLowerCase() : '' });
     }
-    return { addrs, own };
+    this.parsedList = { nodes, entries, addrs: new Set(entries.map((e) => e.addr)) };
+    return this.parsedList;
   }
 
   /**
@@ -199,11 +209,7 @@ export class Membership implements Admission {
   async listsAddress(ip: string, port: number): Promise<boolean | null> {
     if (this.o.mode === 'open') return true;
     try {
-      const nodes = (await this.nodes(false)) as ListedNode[];
-      return nodes.some((n) => {
-        const a = parseListed(n?.ip, DEFAULT_API_PORT);
-        return !!a && a.ip === ip && a.port === port;
-      });
+      return this.parsed(await this.nodes(false)).addrs.has(formatAddr(ip, port));
     } catch {
       return null;
     }

@@ -78,6 +78,9 @@ export interface Env {
 interface Known {
   /** seed, nodelist, peer, incoming, manual, dialback. */
   source: string;
+  /** The address's IP and its group (groupOf), parsed once: maintain() looks at every known address. */
+  ip: string;
+  group: string;
   failures: number;
   nextTry: number;
   /** In the node list this node last read. */
@@ -211,7 +214,7 @@ export class PeerNode {
       if (this.told >= TOLD_MAX) return;
       this.told++;
     }
-    this.known.set(addr, { source, failures: 0, nextTry: 0 });
+    this.known.set(addr, { source, ip: a.ip, group: groupOf(a.ip), failures: 0, nextTry: 0 });
   }
 
   /**
@@ -234,7 +237,7 @@ export class PeerNode {
       ips.add(a.ip);
       const k = this.known.get(addr);
       if (!k) {
-        if (this.known.size < KNOWN_MAX) this.known.set(addr, { source: 'nodelist', failures: 0, nextTry: 0, listed: true });
+        if (this.known.size < KNOWN_MAX) this.known.set(addr, { source: 'nodelist', ip: a.ip, group: groupOf(a.ip), failures: 0, nextTry: 0, listed: true });
       } else if (!k.listed) {
         k.listed = true;
         k.failures = 0;
@@ -243,9 +246,8 @@ export class PeerNode {
     }
     const linked = new Set([...this.conns].map((c) => c.addr));
     for (const [addr, k] of this.known) {
-      const ip = parseAddr(addr)?.ip ?? '';
       // An IP listed anew: whatever refused or was refused at it before may be admitted now.
-      if (((ips.has(ip) && !this.listedIps.has(ip)) || relisted) && k.failures) {
+      if (((ips.has(k.ip) && !this.listedIps.has(k.ip)) || relisted) && k.failures) {
         k.failures = 0;
         k.nextTry = 0;
       }
@@ -298,10 +300,8 @@ export class PeerNode {
       }
       const candidates: { addr: string; ip: string; group: string; r: number }[] = [];
       for (const [addr, k] of this.known) {
-        if (k.nextTry > now || busy.has(addr)) continue;
-        const a = parseAddr(addr);
-        if (!a || this.isBanned(a.ip)) continue;
-        candidates.push({ addr, ip: a.ip, group: groupOf(a.ip), r: Math.random() });
+        if (k.nextTry > now || busy.has(addr) || this.isBanned(k.ip)) continue;
+        candidates.push({ addr, ip: k.ip, group: k.group, r: Math.random() });
       }
       while (room > 0 && candidates.length) {
         let best = 0;
