@@ -52,6 +52,12 @@ export interface AppsService {
   startComponent(app: string, component: string): Promise<void>;
   /** Run a lifecycle verb on an app installed here, as its route does (global commands from peers); answers its message. */
   runVerb(verb: LifecycleVerb, app: string, opts?: { force?: boolean }): Promise<string>;
+  /**
+   * A global remove of the whole app by its owner or the core team (checked by the caller): no node places
+   * it again until its specification changes. Every node that hears the command calls it, running the app
+   * or not.
+   */
+  withdraw(app: string): Promise<void>;
   /** This node's place (tier, geography, fault domain, resources) as /apps/placementlocations shows it; peers announce it. */
   place(): Promise<NodePlaceView>;
 }

@@ -4,7 +4,7 @@
  * stores, services (identity signatures, explorer payments, daemon), the app-owner lookup, the policy gate.
  */
 import path from 'node:path';
-import { configSchema, coreServices, definePlugin, optional, type Collection, type PlainHandler } from '../../core/plugin-api.ts';
+import { configSchema, coreServices, definePlugin, optional, Reply, type Collection, type HandlerInput, type PlainHandler } from '../../core/plugin-api.ts';
 import { daemonService } from '../daemon/api.ts';
 import { explorerPayments } from '../explorer/api.ts';
 import { identityService } from '../identity/api.ts';
@@ -29,7 +29,11 @@ import { redactSpec, Secrets } from './secrets.ts';
 import { purgeRepoauth } from './repoauth.ts';
 import { appsService, type AppsService, type InstalledAppView } from './api.ts';
 import { peerNetwork } from '../peers/api.ts';
-import { announceInstalls, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
+import { announceInstalls, lastLine, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
+import { PlacementLoop, type PlacementConfig } from './placement-loop.ts';
+import { placementChecks, portsOfSpec } from './placement-fit.ts';
+import { LimitsHolder, placementRoutes } from './placement-routes.ts';
+import type { Readable } from 'node:stream';
 import { ignoreNotRunning } from './installer.ts';
 import { normalise } from './spec.ts';
 import { StreamLimits, type StreamBounds } from './streams.ts';
@@ -55,7 +59,10 @@ export interface AppsConfig {
   streams: StreamBounds;
   guard: { intervalMs: number } & AbuseRules;
   node: NodePlace;
+  placement: PlacementConfig;
 }
+
+const ms = (d: number, minimum = 50) => ({ type: 'integer', minimum, default: d });
 
 export default definePlugin({
   id: 'apps',
@@ -177,6 +184,33 @@ export default definePlugin({
           },
         },
       },
+      // The placement loop (placement-loop.ts, rules in placement-plan.ts): on by default.
+      placement: {
+        type: 'object',
+        additionalProperties: false,
+        default: {},
+        properties: {
+          enabled: { type: 'boolean', default: true },
+          // Apps installed here (placed or by hand) beyond which the loop takes no more.
+          maxApps: { type: 'integer', minimum: 0, default: 100 },
+          // What all apps here may lock, beyond the tier's totals less the reserve: 0 = no limit of its own.
+          maxResources: {
+            type: 'object',
+            additionalProperties: false,
+            default: {},
+            properties: { cpu: { type: 'number', minimum: 0, default: 0 }, ram: { type: 'integer', minimum: 0, default: 0 }, hdd: { type: 'integer', minimum: 0, default: 0 } },
+          },
+          tickMs: ms(2000),
+          reannounceMs: ms(15_000),
+          fitCacheMs: ms(30_000),
+          warmupMs: ms(20_000, 0),
+          goneAfterMs: ms(45_000),
+          delayWindowMs: ms(10_000, 0),
+          settleMs: ms(3000, 0),
+          backoffBaseMs: ms(60_000),
+          backoffMaxMs: ms(3_600_000),
+        },
+      },
       price: {
         type: 'object',
         additionalProperties: false,
@@ -294,7 +328,82 @@ export default definePlugin({
     const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
     policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
     const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp, secrets, streams: new StreamLimits(cfg.streams), testInstalls });
-    const handlers = { ...local, ...withGlobal(local as Record<string, PlainHandler>, ctx.peers), ...withPeerPlaces(local as Record<string, PlainHandler>, ctx.peers) };
+    // Placement: the loop, the operator's limits, the apps withdrawn by a global remove (until updated).
+    const withdrawnStore = ctx.store('withdrawn') as Collection<{ name: string; hash: string }>;
+    const withdraw = async (app: string) => {
+      const g = await registry.spec(app);
+      if (!g) return;
+      await withdrawnStore.update({ name: g.name }, { name: g.name, hash: g.hash }, { upsert: true });
+      ctx.log.info({ app: g.name }, 'apps: withdrawn from placement by a global remove (placed again once updated)');
+    };
+    const isWithdrawn = async (g: { name: string; hash: string }) => (await withdrawnStore.findOne({ name: g.name }))?.hash === g.hash;
+    const limits = new LimitsHolder({ enabled: cfg.placement.enabled, maxApps: cfg.placement.maxApps, maxResources: cfg.placement.maxResources }, ctx.store('placement'));
+    await limits.load();
+    const streamed = async (handler: PlainHandler, appname: string) => {
+      const values = { appname, force: false };
+      const r = await handler({ params: values, query: {}, values, headers: {} } as unknown as HandlerInput);
+      const end = r instanceof Reply ? await lastLine(r.body as Readable) : { status: 'success' };
+      if (end.status !== 'success') throw new Error(end.message ?? `${appname}: no final status`);
+    };
+    const portsOf = async () => {
+      const m = new Map<string, number[]>();
+      for (const g of await registry.globals()) m.set(g.name, portsOfSpec(g.appSpecification));
+      return m;
+    };
+    const fitContext = async (g: { name: string; hash: string }) => {
+      const net = ctx.peers();
+      const ports = await portsOf();
+      return {
+        place: cfg.node,
+        policy,
+        installed: await installer.store.find({}),
+        publishHost: cfg.publishHost,
+        nodeIp: cfg.nodeHostIp,
+        policyHeld: !!policy.held,
+        maxResources: limits.get().maxResources,
+        address: net?.address() ?? '',
+        self: net?.nodeKey ?? '',
+        heard: net?.heard() ?? new Map(),
+        portsOf: (app: string) => ports.get(app) ?? [],
+        withdrawn: await isWithdrawn(g),
+      };
+    };
+    const checksOf = async (name: string) => {
+      const g = await registry.spec(name);
+      if (!g) return null;
+      let spec;
+      try {
+        spec = checkSpecification(g.appSpecification, rules());
+      } catch (e) {
+        return { feasible: false, tier: '', checks: [{ check: 'specification', ok: false, message: (e as Error).message }], instances: g.appSpecification.instances ?? 3 };
+      }
+      return { ...(await placementChecks(spec, await fitContext(g))), instances: spec.instances };
+    };
+    const placement = new PlacementLoop({
+      config: cfg.placement,
+      limits: () => limits.get(),
+      peers: ctx.peers,
+      globals: () => registry.globals(),
+      installed: async () => await installer.store.find({}),
+      height: () => ctx.payments()?.tip()?.height ?? null,
+      fit: async (g) => {
+        const c = await checksOf(g.name);
+        const failed = (c?.checks ?? []).filter((x: any) => !x.ok).map((x: any) => x.message as string);
+        return { ok: !!c?.feasible, reasons: c ? failed : ['not a global app'] };
+      },
+      install: (app) => streamed(local.installapplocally as PlainHandler, app),
+      remove: (app) => streamed(local.appremove as PlainHandler, app),
+      emit,
+      now: () => ctx.clock.now(),
+      log: ctx.log,
+    });
+    placement.start();
+    const handlers = {
+      ...local,
+      ...withGlobal(local as Record<string, PlainHandler>, ctx.peers, withdraw),
+      ...withPeerPlaces(local as Record<string, PlainHandler>, ctx.peers),
+      ...placementRoutes({ limits, loop: placement, peers: ctx.peers, emit, checksOf }, local.placementfeasibility as PlainHandler),
+    };
     const view = (r: InstalledApp): InstalledAppView => ({
       name: r.name,
       owner: r.owner,
@@ -343,12 +452,14 @@ export default definePlugin({
         await engine.start(c.container).catch(ignoreNotRunning);
       },
       runVerb: verbRunner(local as Record<string, PlainHandler>),
+      withdraw,
       place: async () => locations(cfg.node, cfg.nodeHostIp, await installer.store.find({})).node,
     };
     return {
       handlers,
       services: { apps },
       dispose: async () => {
+        await placement.stop();
         clearInterval(purge);
         stopRegistryRelay();
         policyRelay?.off();

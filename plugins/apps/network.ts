@@ -106,7 +106,7 @@ export function relayPolicy(policy: PolicyHolder, peers: Peers, log: Log): { cha
  * `{status: 'global', message, commandId}`; the command is sent only once this node's own work took the
  * install slot (a busy node refuses the whole command, 409, and sends nothing).
  */
-export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers): Record<string, PlainHandler> {
+export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers, onGlobalRemove: (app: string) => Promise<void> = async () => {}): Record<string, PlainHandler> {
   const out: Record<string, PlainHandler> = {};
   for (const verb of [...LOCAL_VERBS, ...STREAMED_VERBS]) {
     const local = handlers[verb];
@@ -130,6 +130,8 @@ export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers)
           return { message: `Application ${v.appname} is not installed on this node` };
         }
       });
+      // A global remove of the whole app withdraws it from placement here too (the other nodes on receipt).
+      if (verb === 'appremove' && target === app) await onGlobalRemove(app);
       const nodes = (await net.locations(app)).filter((l) => l.node !== net.nodeKey).length;
       const message = `Global ${verb} of ${app} sent to the ${nodes} other node(s) that run it`;
       if (here instanceof Reply && isStream(here.body)) {
@@ -147,7 +149,7 @@ export function withGlobal(handlers: Record<string, PlainHandler>, peers: Peers)
 const isStream = (b: unknown): b is Readable => !!b && typeof (b as Readable).pipe === 'function';
 
 /** The last line of a progress stream: `{status: 'success' | 'error', message}`. */
-async function lastLine(body: Readable): Promise<{ status?: string; message?: string }> {
+export async function lastLine(body: Readable): Promise<{ status?: string; message?: string }> {
   let text = '';
   for await (const chunk of body) text = (text + chunk.toString()).slice(-64 * 1024);
   const lines = text.trim().split('\n');

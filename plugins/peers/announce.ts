@@ -1,7 +1,9 @@
 /**
  * Tells the network which apps this node runs: one `apprunning` notice listing them all, sent at start,
  * soon after the apps plugin reports a change (installed, removed, running, stopped), and every
- * `announceMs`; `appremoved` when an app is removed here.
+ * `announceMs`; `appremoved` when an app is removed here, or when the placement loop stands down from an
+ * install it announced; `appinstalling` (with the first announcement time the loop gives) and
+ * `appinstallingerror` as installs start and fail.
  */
 import type { Events, Log } from '../../core/plugin-api.ts';
 import type { AppsService } from '../apps/api.ts';
@@ -32,8 +34,12 @@ export class Announcer {
     );
     this.offs.push(
       this.events.on('apps.installing', (ev) => {
+        const d = ev.data as { app?: string; announcedAt?: number };
+        if (d?.app) this.notice('appinstalling', { name: d.app, ...(typeof d.announcedAt === 'number' ? { announcedAt: d.announcedAt } : {}) });
+      }),
+      this.events.on('apps.standdown', (ev) => {
         const app = (ev.data as { app?: string })?.app;
-        if (app) this.notice('appinstalling', { name: app });
+        if (app) this.notice('appremoved', { name: app });
       }),
       this.events.on('apps.installfailed', (ev) => {
         const d = ev.data as { app?: string; error?: string };

@@ -26,6 +26,16 @@ export interface AppLocation {
   runningSince: number;
 }
 
+/** What this node heard of one app's nodes, with when it heard each (its own clock): the placement loop's input. */
+export interface AppHeard {
+  running: { node: string; ip: string; runningSince: number; heardAt: number }[];
+  /** `announcedAt`: the installer's first announcement of the install (its clock). */
+  installing: { node: string; ip: string; announcedAt: number; heardAt: number }[];
+  errors: { node: string; at: number; error: string }[];
+}
+/** Per app name; only live entries (heard within `peers.locationTtlMs`), this node's own notices included. */
+export type AppsHeard = Map<string, AppHeard>;
+
 /** A lifecycle verb for every node that runs an app (see plugins/peers/global.ts for who may send it). */
 export interface GlobalCommand {
   id: string;
@@ -83,6 +93,10 @@ export interface PeerNetwork {
   runGlobal<T>(cmd: Omit<GlobalCommand, 'id' | 'issuedAt' | 'sender'>, here: () => Promise<T>): Promise<{ id: string; here: T }>;
   /** The nodes heard from by their running notices, with the place each announced (when it runs the apps plugin). */
   nodes(): Promise<{ node: string; ip: string; place: NodePlaceView | null; broadcastedAt: number }[]>;
+  /** Per app, the nodes running, installing and failing to install it, live ones only (placement). */
+  heard(): AppsHeard;
+  /** This node's address as peers reach it (`ip:port`), '' while it does not know it. */
+  address(): string;
   /** Outcomes of global commands reported back by the nodes that ran them. */
   globalOutcomes(id: string): GlobalOutcome[];
   /** The open links (past their handshake). */

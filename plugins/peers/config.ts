@@ -39,8 +39,11 @@ export const peerConfigSchema = configSchema<PeersConfig>({
       default: {},
       properties: Object.fromEntries(Object.entries(DEFAULTS.minimums).map(([k, v]) => [k, { type: 'integer', minimum: 0, default: v }])),
     },
-    announceMs: num(3_600_000),
-    locationTtlMs: num(7_500_000),
+    // Every 15 s, and a node not heard for 45 s (three missed announcements) is gone: the placement loop
+    // replaces its apps within the minute (the reference keeps a location for two hours). The cost: one
+    // notice per node every 15 s on the network.
+    announceMs: num(15_000),
+    locationTtlMs: num(45_000),
     globalCommandMaxAgeMs: num(120_000),
     membership: { enum: ['nodelist', 'open'], default: 'nodelist' },
     nodePrivateKey: { type: 'string', maxLength: 128, default: '' },

@@ -81,7 +81,8 @@ export class GlobalCommands {
     // `component_app` targets one component of the app.
     const base = c.app.includes('_') ? c.app.slice(c.app.indexOf('_') + 1) : c.app;
     const installed = await apps.installed(base).catch(() => null);
-    if (!installed) return; // not running here: nothing to do
+    // A remove of the whole app concerns every node: none may place it again (apps `withdraw`).
+    if (!installed) return c.verb === 'appremove' && c.app === base ? this.withdrawHere(c, base, origin, sentAt) : undefined;
     const answer = (ok: boolean, message: string) => {
       this.log.info({ app: c.app, verb: c.verb, caller: c.caller, origin, ok, message }, 'peers: global command');
       const o: GlobalOutcome = { id: String(c.id), app: c.app, verb: c.verb, node: this.net.key, ok, message };
@@ -97,9 +98,23 @@ export class GlobalCommands {
     if ('refused' in taken) return answer(false, `command refused: ${taken.refused}`);
     try {
       const r = await apps.runVerb(c.verb, c.app, { force: !!c.force });
+      if (c.verb === 'appremove' && c.app === base) await apps.withdraw(base);
       answer(true, r);
     } catch (e) {
       answer(false, (e as Error).message);
     }
+  }
+
+  /** A global remove heard by a node that does not run the app: checked as a run would be, then withdrawn here, silently. */
+  private async withdrawHere(c: GlobalCommand, base: string, origin: string, sentAt: number) {
+    const apps = this.apps();
+    if (!apps || Date.now() - sentAt > this.maxAgeMs) return;
+    if (await this.membership.checkOrigin(origin, c.sender)) return;
+    const registered = await apps.registered(base).catch(() => null);
+    if (!registered) return;
+    const taken = this.signatures.take(c, (id) => id === registered.specification.owner || this.node.coreTeam.includes(id));
+    if ('refused' in taken) return;
+    await apps.withdraw(base).catch((e) => this.log.warn({ app: base, err: (e as Error).message }, 'peers: withdrawing an app failed'));
+    this.log.info({ app: base, caller: c.caller, origin }, 'peers: global remove heard: the app is withdrawn from placement here');
   }
 }

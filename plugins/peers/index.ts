@@ -145,7 +145,7 @@ export default definePlugin({
     for (const k of kept.sort((a, b) => a.sentAt - b.sentAt)) {
       try {
         const b = JSON.parse(k.m);
-        locations.apply(b.type, b.payload, b.origin, b.sentAt);
+        locations.apply(b.type, b.payload, b.origin, b.sentAt, b.sentAt);
       } catch {
         /* a damaged record is skipped */
       }
@@ -192,6 +192,8 @@ export default definePlugin({
         net.on(type, (m) => handler({ type: m.type, payload: m.payload as any, origin: m.origin, sentAt: m.sentAt })),
       locations: async (app) => locations.locations(app),
       nodes: async () => locations.nodes(),
+      heard: () => locations.heard(),
+      address: () => ownAddr(),
       runGlobal: (cmd, here) => global.send(cmd, here),
       globalOutcomes: (id) => global.outcomes.filter((o) => o.id === id),
       links: () => [...net.outgoing(), ...net.incoming()].map((c) => ({ ip: c.ip, port: c.port, direction: c.direction, nodeKey: c.key })),

@@ -1,9 +1,15 @@
 /**
  * Where apps run, install and failed to install, as the nodes' notices say. A node announces all the apps
- * it runs in one `apprunning` notice (at start, on change, and every `announceMs`); an entry older than
- * `ttlMs` is gone (its node stopped announcing), an `appremoved` notice drops it at once.
+ * it runs in one `apprunning` notice (at start, on change, and every `announceMs`); an entry not heard
+ * again within `ttlMs` is gone (its node stopped announcing), an `appremoved` notice drops it at once.
+ *
+ * Each entry keeps when this node heard it (`heardAt`, its own clock) beside when the sender says it sent
+ * it (`broadcastedAt`): liveness is judged on the receiver's clock, so a sender whose clock runs a minute
+ * behind is not taken for gone (the placement loop replaces gone nodes' apps within a minute). An
+ * installing notice carries the sender's first announcement time (`announcedAt`), which a re-announcement
+ * during a long pull repeats: the placement loop ranks installers by it.
  */
-import type { AppLocation } from './api.ts';
+import type { AppLocation, AppsHeard } from './api.ts';
 
 export interface RunningNotice {
   ip: string;
@@ -15,28 +21,33 @@ export interface InstallingLocation {
   ip: string;
   node: string;
   broadcastedAt: number;
+  /** The node's first announcement of this install (its clock); a re-announcement keeps it. */
+  announcedAt?: number;
   error?: string;
 }
 
+type Heard<T> = T & { heardAt: number };
+
 const NAME = /^[a-zA-Z0-9_-]{1,128}$/;
+const time = (x: unknown): number | undefined => (typeof x === 'number' && Number.isFinite(x) && x > 0 ? x : undefined);
 
 export class Locations {
-  private readonly running = new Map<string, Map<string, AppLocation>>();
-  private readonly installing = new Map<string, Map<string, InstallingLocation>>();
-  private readonly errors = new Map<string, Map<string, InstallingLocation>>();
+  private readonly running = new Map<string, Map<string, Heard<AppLocation>>>();
+  private readonly installing = new Map<string, Map<string, Heard<InstallingLocation>>>();
+  private readonly errors = new Map<string, Map<string, Heard<InstallingLocation>>>();
   /** Every node heard from by a running notice, with the place it announced. */
-  private readonly nodeInfo = new Map<string, { node: string; ip: string; place: any; broadcastedAt: number }>();
+  private readonly nodeInfo = new Map<string, Heard<{ node: string; ip: string; place: any; broadcastedAt: number }>>();
 
   constructor(private readonly now: () => number, private readonly ttlMs: number) {}
 
-  /** Apply one notice; false when its payload is not one. */
-  apply(type: string, payload: any, node: string, sentAt: number): boolean {
+  /** Apply one notice; false when its payload is not one. `heardAt`: when it reached this node (default now). */
+  apply(type: string, payload: any, node: string, sentAt: number, heardAt = this.now()): boolean {
     if (!payload || typeof payload !== 'object' || typeof payload.ip !== 'string' || payload.ip.length > 64) return false;
     if (type === 'apprunning') {
       if (!Array.isArray(payload.apps) || payload.apps.length > 1000) return false;
       const place = payload.place && typeof payload.place === 'object' && !Array.isArray(payload.place) && typeof payload.place.tier === 'string' ? payload.place : null;
       const before = this.nodeInfo.get(node);
-      if (!before || before.broadcastedAt <= sentAt) this.nodeInfo.set(node, { node, ip: payload.ip, place, broadcastedAt: sentAt });
+      if (!before || before.broadcastedAt <= sentAt) this.nodeInfo.set(node, { node, ip: payload.ip, place, broadcastedAt: sentAt, heardAt });
       // The notice lists every app the node runs: apps it no longer lists are no longer there.
       for (const m of this.running.values()) {
         const cur = m.get(node);
@@ -44,7 +55,7 @@ export class Locations {
       }
       for (const a of payload.apps) {
         if (!a || typeof a.name !== 'string' || !NAME.test(a.name) || typeof a.hash !== 'string' || a.hash.length > 128) continue;
-        this.at(this.running, a.name).set(node, { name: a.name, hash: a.hash, ip: payload.ip, node, broadcastedAt: sentAt, runningSince: Number(a.runningSince) || sentAt });
+        this.at(this.running, a.name).set(node, { name: a.name, hash: a.hash, ip: payload.ip, node, broadcastedAt: sentAt, runningSince: Number(a.runningSince) || sentAt, heardAt });
         this.installing.get(a.name)?.delete(node);
       }
       return true;
@@ -57,13 +68,16 @@ export class Locations {
       return true;
     }
     if (type === 'appinstalling') {
-      this.at(this.installing, name).set(node, { name, ip: payload.ip, node, broadcastedAt: sentAt });
+      const m = this.at(this.installing, name);
+      // An install notice without a first announcement time (one made by hand) keeps the one heard before.
+      const announcedAt = time(payload.announcedAt) ?? m.get(node)?.announcedAt ?? sentAt;
+      m.set(node, { name, ip: payload.ip, node, broadcastedAt: sentAt, announcedAt, heardAt });
       this.errors.get(name)?.delete(node);
       return true;
     }
     if (type === 'appinstallingerror') {
       this.installing.get(name)?.delete(node);
-      this.at(this.errors, name).set(node, { name, ip: payload.ip, node, broadcastedAt: sentAt, error: String(payload.error ?? '').slice(0, 500) });
+      this.at(this.errors, name).set(node, { name, ip: payload.ip, node, broadcastedAt: sentAt, error: String(payload.error ?? '').slice(0, 500), heardAt });
       return true;
     }
     return false;
@@ -75,32 +89,55 @@ export class Locations {
     return x;
   }
 
-  private list<T extends { broadcastedAt: number }>(m: Map<string, Map<string, T>>, name?: string): T[] {
+  /** The live entries (heard within the TTL), the others dropped. */
+  private live<T extends { heardAt: number }>(m: Map<string, Map<string, T>>, name?: string): T[] {
     const cut = this.now() - this.ttlMs;
     const out: T[] = [];
     for (const [app, nodes] of m) {
       if (name !== undefined && app !== name) continue;
       for (const [k, v] of nodes) {
-        if (v.broadcastedAt < cut) nodes.delete(k);
+        if (v.heardAt < cut) nodes.delete(k);
         else out.push(v);
       }
+      if (!nodes.size) m.delete(app);
     }
-    return out.sort((a, b) => a.broadcastedAt - b.broadcastedAt);
+    return out;
+  }
+
+  /** As the routes show them: in send order, without the receiver's own time. */
+  private list<T extends { broadcastedAt: number; heardAt: number }>(m: Map<string, Map<string, T>>, name?: string): Omit<T, 'heardAt'>[] {
+    return this.live(m, name)
+      .sort((a, b) => a.broadcastedAt - b.broadcastedAt)
+      .map(({ heardAt: _, ...v }) => v);
   }
 
   nodes() {
     const cut = this.now() - this.ttlMs;
-    for (const [k, v] of this.nodeInfo) if (v.broadcastedAt < cut) this.nodeInfo.delete(k);
-    return [...this.nodeInfo.values()];
+    for (const [k, v] of this.nodeInfo) if (v.heardAt < cut) this.nodeInfo.delete(k);
+    return [...this.nodeInfo.values()].map(({ heardAt: _, ...v }) => v);
   }
 
-  locations(name?: string) {
+  locations(name?: string): AppLocation[] {
     return this.list(this.running, name);
   }
-  installingLocations(name?: string) {
+  installingLocations(name?: string): InstallingLocation[] {
     return this.list(this.installing, name);
   }
-  errorLocations(name?: string) {
+  errorLocations(name?: string): InstallingLocation[] {
     return this.list(this.errors, name);
+  }
+
+  /** Per app, the live running, installing and error entries with when this node heard them (placement). */
+  heard(): AppsHeard {
+    const out: AppsHeard = new Map();
+    const of = (name: string) => {
+      let h = out.get(name);
+      if (!h) out.set(name, (h = { running: [], installing: [], errors: [] }));
+      return h;
+    };
+    for (const r of this.live(this.running)) of(r.name).running.push({ node: r.node, ip: r.ip, runningSince: r.runningSince, heardAt: r.heardAt });
+    for (const i of this.live(this.installing)) of(i.name).installing.push({ node: i.node, ip: i.ip, announcedAt: i.announcedAt ?? i.broadcastedAt, heardAt: i.heardAt });
+    for (const e of this.live(this.errors)) of(e.name).errors.push({ node: e.node, at: e.heardAt, error: e.error ?? '' });
+    return out;
   }
 }

@@ -106,6 +106,8 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
             // Only node 0 gets a policy source (below): the others get the policy from their peers.
             policy: { sources: [], refreshSeconds: 0.2 },
             price: { coinUsd: 1 },
+            // The app is placed by hand on the three runners here; placement has its own tests.
+            placement: { enabled: false },
           },
         };
       },

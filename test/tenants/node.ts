@@ -121,6 +121,9 @@ export async function startTenantNode(o: TenantNodeOptions): Promise<TenantNode>
       reconcileIntervalMs: 200,
       policy: { sources: [policyFile], refreshSeconds: 0.2 },
       price: { coinUsd: 1 },
+      // The tenants' apps are installed by hand; a test peer connected for long enough would otherwise
+      // let this lone node place every paid app on itself.
+      placement: { enabled: false },
       ...o.apps,
     },
     ...(o.ltc
