@@ -99,4 +99,25 @@ describe('apps: placement feasibility and locations', function () {
     assert.deepEqual(d.peers, []);
     assert.equal(error(await node.get('/apps/placementlocations?x=1', node.headers.coreTeam)).code, 400);
   });
+
+  it('GET/POST /apps/placement: the operator turns placement off and limits it at once; admin only; bad input named', async () => {
+    const before = data(await node.get('/apps/placement', node.headers.admin));
+    assert.deepEqual(before.inForce, { enabled: true, maxApps: 100, maxResources: { cpu: 0, ram: 0, hdd: 0 } });
+    assert.equal(before.network, false);
+    const set = data(await node.post('/apps/placement', { enabled: false, maxApps: 3, maxResources: { ram: 4000 } }, node.headers.admin));
+    assert.deepEqual(set.inForce, { enabled: false, maxApps: 3, maxResources: { cpu: 0, ram: 4000, hdd: 0 } });
+    assert.equal(data(await node.get('/apps/placement', node.headers.admin)).inForce.enabled, false);
+    for (const bad of [{ enabled: 'no' }, { maxApps: -1 }, { maxResources: { ram: -5 } }, { other: 1 }]) assert.equal(error(await node.post('/apps/placement', bad, node.headers.admin)).code, 400, JSON.stringify(bad));
+    for (const who of ['owner', 'other', 'coreTeam'] as const) {
+      assert.equal(error(await node.get('/apps/placement', node.headers[who])).code, 401, who);
+      assert.equal(error(await node.post('/apps/placement', { enabled: true }, node.headers[who])).code, 401, who);
+    }
+    assert.deepEqual(data(await node.post('/apps/placement', { reset: true }, node.headers.admin)).inForce, before.inForce);
+  });
+
+  it('placementfeasibility with {name}: a name that is not a global app is a 404 naming it', async () => {
+    const e = error(await node.post('/apps/placementfeasibility', { name: 'nosuchapp' }, node.headers.coreTeam));
+    assert.equal(e.code, 404);
+    assert.match(e.message, /nosuchapp is not a global app/);
+  });
 });
