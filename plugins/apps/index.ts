@@ -202,7 +202,7 @@ export default definePlugin({
           },
           tickMs: ms(2000),
           reannounceMs: ms(15_000),
-          fitCacheMs: ms(30_000),
+          fitCacheMs: ms(60_000),
           warmupMs: ms(20_000, 0),
           goneAfterMs: ms(45_000),
           delayWindowMs: ms(10_000, 0),
@@ -345,10 +345,17 @@ export default definePlugin({
       const end = r instanceof Reply ? await lastLine(r.body as Readable) : { status: 'success' };
       if (end.status !== 'success') throw new Error(end.message ?? `${appname}: no final status`);
     };
-    const portsOf = async () => {
-      const m = new Map<string, number[]>();
-      for (const g of await registry.globals()) m.set(g.name, portsOfSpec(g.appSpecification));
-      return m;
+    // The host ports of every global app, for the shared-address check: read once for a round of fit
+    // checks (each reading all specifications cost the loop most of its CPU with 200 apps known, measured).
+    let portsMemo: { at: number; map: Promise<Map<string, number[]>> } | undefined;
+    const portsOf = () => {
+      const now = ctx.clock.now();
+      if (!portsMemo || now - portsMemo.at > 5000)
+        portsMemo = {
+          at: now,
+          map: registry.globals().then((gs) => new Map(gs.map((g) => [g.name, portsOfSpec(g.appSpecification)]))),
+        };
+      return portsMemo.map;
     };
     const fitContext = async (g: { name: string; hash: string }) => {
       const net = ctx.peers();
@@ -368,15 +375,29 @@ export default definePlugin({
         withdrawn: await isWithdrawn(g),
       };
     };
+    // A specification checked once per message hash (it never changes under one) and per policy: the
+    // schema and rule checks were most of a fit check's cost.
+    const checkedSpecs = new Map<string, { policy: unknown; spec: ReturnType<typeof checkSpecification> | Error }>();
+    const checkedSpec = (g: { hash: string; appSpecification: Record<string, any> }) => {
+      const held = policy.held;
+      let c = checkedSpecs.get(g.hash);
+      if (!c || c.policy !== held) {
+        let spec: ReturnType<typeof checkSpecification> | Error;
+        try {
+          spec = checkSpecification(g.appSpecification, rules());
+        } catch (e) {
+          spec = e as Error;
+        }
+        if (checkedSpecs.size > 5000) checkedSpecs.clear();
+        checkedSpecs.set(g.hash, (c = { policy: held, spec }));
+      }
+      return c.spec;
+    };
     const checksOf = async (name: string) => {
       const g = await registry.spec(name);
       if (!g) return null;
-      let spec;
-      try {
-        spec = checkSpecification(g.appSpecification, rules());
-      } catch (e) {
-        return { feasible: false, tier: '', checks: [{ check: 'specification', ok: false, message: (e as Error).message }], instances: g.appSpecification.instances ?? 3 };
-      }
+      const spec = checkedSpec(g);
+      if (spec instanceof Error) return { feasible: false, tier: '', checks: [{ check: 'specification', ok: false, message: spec.message }], instances: g.appSpecification.instances ?? 3 };
       return { ...(await placementChecks(spec, await fitContext(g))), instances: spec.instances };
     };
     const placement = new PlacementLoop({

@@ -8,7 +8,7 @@
  * The apps are written into the second one's registry store before it starts (global, paid, not expired), each asking
  * 3 instances that nobody runs: every app has a deficit and this node fits none (it holds no network
  * policy), so every round walks all of them and their fit verdicts are checked again every
- * `apps.placement.fitCacheMs` (30 s): the loop's worst idle case.
+ * `apps.placement.fitCacheMs` (60 s): the loop's worst idle case.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
