@@ -4,8 +4,9 @@
  * again within `ttlMs` is gone (its node stopped announcing), an `appremoved` notice drops it at once.
  *
  * Each entry keeps when this node heard it (`heardAt`, its own clock) beside when the sender says it sent
- * it (`broadcastedAt`): liveness is judged on the receiver's clock, so a sender whose clock runs a minute
- * behind is not taken for gone (the placement loop replaces gone nodes' apps within a minute). An
+ * it (`broadcastedAt`): liveness is judged on the receiver's clock, so a sender whose clock runs behind
+ * (by less than the TTL less its announcement period) is not taken for gone, and a notice delivered late
+ * counts from its send time (see `apply`). An
  * installing notice carries the sender's first announcement time (`announcedAt`), which a re-announcement
  * during a long pull repeats: the placement loop ranks installers by it.
  */
@@ -40,8 +41,13 @@ export class Locations {
 
   constructor(private readonly now: () => number, private readonly ttlMs: number) {}
 
-  /** Apply one notice; false when its payload is not one. `heardAt`: when it reached this node (default now). */
-  apply(type: string, payload: any, node: string, sentAt: number, heardAt = this.now()): boolean {
+  /**
+   * Apply one notice; false when its payload is not one. `heardAt`: when it counts as heard; by default
+   * now, but never later than its send time plus the TTL: a notice delivered late (a catch-up after a
+   * partition heals) must not bring a node that died meanwhile back to life, while a sender whose clock
+   * runs behind by less than the TTL less its announcement period stays live.
+   */
+  apply(type: string, payload: any, node: string, sentAt: number, heardAt = Math.min(this.now(), sentAt + this.ttlMs)): boolean {
     if (!payload || typeof payload !== 'object' || typeof payload.ip !== 'string' || payload.ip.length > 64) return false;
     if (type === 'apprunning') {
       if (!Array.isArray(payload.apps) || payload.apps.length > 1000) return false;
