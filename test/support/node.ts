@@ -98,8 +98,10 @@ export function manifestsFor(plugins: string[]): string {
   return dir;
 }
 
-/** Node settings that keep a test node from acting on this machine (software updates, restarts, packages, SSDP). */
+/** Node settings that keep a test node from acting on this machine (software updates, restarts, packages, firewall, SSDP). */
 export const SAFE_NODE = {
+  // No rule added to this machine's firewall (allowport, the ports of installed apps); tests of them name a tool run in a namespace.
+  firewall: { tool: 'none' },
   softwareDir: path.join(os.tmpdir(), 'corenode-test-no-software'),
   restartCommand: ['true'],
   ui: { buildCommand: ['false'] },
