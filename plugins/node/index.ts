@@ -6,16 +6,18 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { ApiError, VERSION, coreServices, definePlugin, optional, sse } from '../../core/plugin-api.ts';
+import { ApiError, VERSION, coreServices, definePlugin, optional, sse, type Collection } from '../../core/plugin-api.ts';
 import { daemonControlService, daemonService } from '../daemon/api.ts';
 import { peerNetwork } from '../peers/api.ts';
+import { nodePorts } from './api.ts';
+import { createAppPorts, type HeldPort } from './app-ports.ts';
 import { createBenchmark } from './benchmark.ts';
 import { controlHandlers } from './control.ts';
 import { DOS_BAN, createDos } from './dos.ts';
 import { createDosRounds } from './dossources.ts';
 import { createGeolocator } from './geolocation.ts';
 import { logHandlers } from './logs.ts';
-import { firewallHandlers } from './firewall.ts';
+import { createFirewall, firewallHandlers } from './firewall.ts';
 import { hardenedHandlers } from './hardened.ts';
 import { overlayHandlers } from './overlay.ts';
 import { paymentHandlers } from './payment.ts';
@@ -29,6 +31,8 @@ import { createUpnp, keepOwnPorts } from './upnp.ts';
 export default definePlugin({
   id: 'node',
   version: VERSION,
+  // Ports other plugins hold open on the firewall and the router (the apps plugin: its apps' host ports).
+  provides: { nodePorts },
   deps: {
     clock: coreServices.clock,
     store: coreServices.store,
@@ -77,8 +81,19 @@ export default definePlugin({
       log: ctx.log,
     });
     const upnp = createUpnp(ctx.config.upnp);
-    const ownPorts = ctx.config.upnp.enabled ? keepOwnPorts(upnp, ctx.node.apiPort, ctx.config.upnp, ctx.log, ctx.node.httpsPort) : undefined;
+    const appPorts = createAppPorts({
+      store: ctx.store('appports') as Collection<HeldPort>,
+      firewall: createFirewall(ctx.config.firewall, path.join(own, 'control.log')),
+      upnp: ctx.config.upnp.enabled ? upnp : null,
+      clock: ctx.clock,
+      log: ctx.log,
+    });
+    // The held ports are done again in the round of the node's own mappings, or without UPnP on a timer of
+    // the same period (a firewall change that failed is tried again); both run a first round now.
+    const ownPorts = ctx.config.upnp.enabled ? keepOwnPorts(upnp, ctx.node.apiPort, ctx.config.upnp, ctx.log, ctx.node.httpsPort, appPorts.refresh) : undefined;
+    const stopAppRounds = ownPorts ? undefined : appPorts.every(ctx.config.upnp.refreshMinutes * 60_000);
     return {
+      services: { nodePorts: appPorts.service },
       handlers: {
         version: () => VERSION,
         timezone: () => Intl.DateTimeFormat().resolvedOptions().timeZone,
@@ -136,6 +151,8 @@ export default definePlugin({
         dropDos();
         payment.dispose();
         await ownPorts?.stop();
+        stopAppRounds?.();
+        await appPorts.settle();
         await dosRounds.stop();
       },
     };

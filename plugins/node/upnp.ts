@@ -219,9 +219,10 @@ export function ownPorts(api: number, httpsPort = 0): { port: number; protocols:
 /**
  * Keeps the node's own ports mapped while `upnp.enabled`: a round at start (in the background: a router
  * that does not answer must not hold the node's start), again every `refreshMinutes`, and a removal at stop.
- * A failed round is logged and tried again at the next one.
+ * A failed round is logged and tried again at the next one. `alsoEachRound` runs after the own ports in
+ * every round, whether they were mapped or not (the ports apps hold, app-ports.ts).
  */
-export function keepOwnPorts(upnp: Upnp, apiPort: number, config: NodeConfig['upnp'], log: Log, httpsPort = 0) {
+export function keepOwnPorts(upnp: Upnp, apiPort: number, config: NodeConfig['upnp'], log: Log, httpsPort = 0, alsoEachRound?: () => Promise<void>) {
   const ports = ownPorts(apiPort, httpsPort);
   let round: Promise<void> = Promise.resolve();
   let stopped = false;
@@ -235,6 +236,7 @@ export function keepOwnPorts(upnp: Upnp, apiPort: number, config: NodeConfig['up
       mapped = false;
       log.warn({ err: (e as Error).message }, 'UPnP: mapping the own ports failed; tried again at the next round');
     }
+    await alsoEachRound?.().catch((e) => log.warn({ err: (e as Error).message }, 'UPnP: the round of the held ports failed'));
   };
   const tick = () => {
     if (!stopped) round = round.then(once);
