@@ -29,6 +29,8 @@ import { redactSpec, Secrets } from './secrets.ts';
 import { purgeRepoauth } from './repoauth.ts';
 import { appsService, type AppsService, type InstalledAppView } from './api.ts';
 import { peerNetwork } from '../peers/api.ts';
+import { nodePorts } from '../node/api.ts';
+import { openAppPorts } from './open-ports.ts';
 import { announceInstalls, lastLine, relayPolicy, relayRegistry, verbRunner, withGlobal, withPeerPlaces } from './network.ts';
 import { PlacementLoop, type PlacementConfig } from './placement-loop.ts';
 import { placementChecks, portsOfSpec } from './placement-fit.ts';
@@ -75,6 +77,8 @@ export default definePlugin({
     daemon: optional(daemonService),
     // The peer network (issue 17): registrations, the policy and global commands travel on it when enabled.
     peers: optional(peerNetwork),
+    // The installed apps' host ports on the firewall and the router (open-ports.ts), when the node plugin runs.
+    nodePorts: optional(nodePorts),
     node: coreServices.node,
     store: coreServices.store,
     clock: coreServices.clock,
@@ -325,6 +329,7 @@ export default definePlugin({
     purge.unref();
 
     announceInstalls(installer, emit);
+    const openPorts = openAppPorts({ nodePorts: ctx.nodePorts, installed: async () => installer.store.find({}), events: ctx.events, log: ctx.log });
     const stopRegistryRelay = relayRegistry(registry, ctx.peers, (s) => void checkSpecification(s, rules()), ctx.log);
     policyRelay = relayPolicy(policy, ctx.peers, ctx.log);
     const local = makeHandlers({ registry, installer, engine, policy, price: cfg.price, registryAddress: cfg.registryAddress, minConfirmations: cfg.minConfirmations, rules, monitor, tampering, emit, place: cfg.node, publishHost: cfg.publishHost, nodeIp: cfg.nodeHostIp, secrets, streams: new StreamLimits(cfg.streams), testInstalls });
@@ -481,6 +486,7 @@ export default definePlugin({
       services: { apps },
       dispose: async () => {
         await placement.stop();
+        openPorts.stop();
         clearInterval(purge);
         stopRegistryRelay();
         policyRelay?.off();
