@@ -3,8 +3,8 @@
  * `<p>-r` is the router (miniupnpd, the real IGD, with nftables NAT), `<p>-w` the internet side at
  * 11.77.0.2 (the router's public address is 11.77.0.1: miniupnpd refuses reserved and private addresses as
  * its external one, and this one is routed nowhere but inside these namespaces), `<p>-l` the LAN where the
- * node runs at 192.168.77.2. All names start with `h16`; `destroy()` removes everything, also after a
- * failed set-up.
+ * node runs at 192.168.77.2. All names start with `h16` (or the caller's `prefix`); `destroy()` removes
+ * everything, also after a failed set-up.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -51,8 +51,8 @@ export function canBuildHomeNetwork(): boolean {
   }
 }
 
-export async function createHomeNetwork(): Promise<HomeNetwork> {
-  const p = `h16-${randomBytes(3).toString('hex')}`;
+export async function createHomeNetwork(o: { prefix?: string } = {}): Promise<HomeNetwork> {
+  const p = `${o.prefix ?? 'h16'}-${randomBytes(3).toString('hex')}`;
   const [router, wan, lan] = [`${p}-r`, `${p}-w`, `${p}-l`];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'h16-igd-'));
   let igd: ChildProcess | undefined;

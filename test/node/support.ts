@@ -28,6 +28,8 @@ export interface OpsOptions extends StartOptions {
   daemon?: Record<string, unknown>;
   /** Serve the daemon plugin too (its service and control). */
   withDaemon?: boolean;
+  /** TEST-ONLY plugins of test/node/fixtures to serve too (`<name>.yaml` and `<name>/`), besides the session double. */
+  fixtures?: string[];
 }
 
 export async function startOpsNode(opts: OpsOptions = {}): Promise<TestNode & { root: string }> {
@@ -40,8 +42,10 @@ export async function startOpsNode(opts: OpsOptions = {}): Promise<TestNode & { 
   for (const n of ['host', ...plugins]) fs.copyFileSync(path.join(REPO_ROOT, 'manifests', `${n}.yaml`), path.join(manifestsDir, `${n}.yaml`));
   for (const n of plugins) fs.symlinkSync(path.join(REPO_ROOT, 'plugins', n), path.join(pluginsDir, n));
   const fixtures = path.join(REPO_ROOT, 'test/node/fixtures');
-  fs.copyFileSync(path.join(fixtures, 'sessions.yaml'), path.join(manifestsDir, 'sessions.yaml'));
-  fs.symlinkSync(path.join(fixtures, 'sessions'), path.join(pluginsDir, 'sessions'));
+  for (const f of ['sessions', ...(opts.fixtures ?? [])]) {
+    fs.copyFileSync(path.join(fixtures, `${f}.yaml`), path.join(manifestsDir, `${f}.yaml`));
+    fs.symlinkSync(path.join(fixtures, f), path.join(pluginsDir, f));
+  }
   const started = startNode({
     ...opts,
     dataDir: opts.dataDir ?? path.join(root, 'data'),
