@@ -14,7 +14,7 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { base58Decode } from '../../plugins/identity/ids.ts';
 import { component, last, ndjson, signedMessage, v8Spec } from '../apps/support.ts';
 import { clientAt } from '../support/node.ts';
-import { leftovers } from '../support/testbed/names.ts';
+import { leftovers, PREFIX_RE } from '../support/testbed/names.ts';
 import { execIn } from '../support/testbed/procs.ts';
 import { eventually } from '../support/wait.ts';
 import { login } from '../support/wallets.ts';
@@ -88,7 +88,7 @@ describe('testbed: npm run devnet', function () {
   it('prints one JSON line once the network is up; every URL answers; Ctrl-C takes it all down', async () => {
     const { info, interrupt, log } = await startDevnet(['--nodes', '2']);
     try {
-      assert.match(info.prefix, /^tb[0-9a-f]{6}$/);
+      assert.match(info.prefix, PREFIX_RE);
       assert.deepEqual(info.nodes.map((n) => n.listedAt), ['11.1.0.2:16127', '11.2.0.2:16127']);
       for (const n of info.nodes) {
         assert.match(n.url, /^http:\/\/127\.0\.0\.1:\d+$/);

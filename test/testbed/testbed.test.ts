@@ -12,7 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { createNet, type TestNet } from '../support/testbed/net.ts';
-import { leftovers, sweepStale } from '../support/testbed/names.ts';
+import { leftovers, PREFIX_RE, sweepStale } from '../support/testbed/names.ts';
 import { lineOf } from '../support/testbed/procs.ts';
 
 const AGENT = path.join(REPO_ROOT, 'test/testbed/fixtures/agent.mjs');
@@ -201,8 +201,8 @@ describe('testbed: the network', function () {
         let out = '';
         c.stdout!.on('data', (d) => {
           out += d;
-          const m = /prefix (tb[0-9a-f]{6})/.exec(out);
-          if (m) resolve(m[1]);
+          const m = /prefix ([a-z]+[0-9a-f]{6})/.exec(out);
+          if (m && PREFIX_RE.test(m[1])) resolve(m[1]);
         });
         c.once('exit', (code) => reject(new Error(`the child exited (${code}) before its network was up`)));
       });

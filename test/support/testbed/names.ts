@@ -1,8 +1,9 @@
 /**
  * What a testbed is called on the machine: one random prefix (`tb` + 6 hex digits) starts every namespace
  * name and names its folder (`<tmpdir>/<prefix>`, holding `owner`: the pid of the process that made it).
- * `sweepStale()` removes the testbeds whose owner is gone (a runner killed by SIGKILL runs no exit
- * handler); a testbed whose owner still runs is someone else's and is left alone.
+ * `CORENODE_TESTBED_STEM` (lowercase letters) replaces `tb`, so that people sharing a machine can keep to
+ * names of their own. `sweepStale()` removes the testbeds of its stem whose owner is gone (a runner killed
+ * by SIGKILL runs no exit handler); a testbed whose owner still runs is someone else's and is left alone.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -11,10 +12,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { NETNS_DIR, killAllIn, pidsInNetns } from './procs.ts';
 
-export const PREFIX_RE = /^tb[0-9a-f]{6}$/;
+const STEM = /^[a-z]{1,12}$/.test(process.env.CORENODE_TESTBED_STEM ?? '') ? process.env.CORENODE_TESTBED_STEM! : 'tb';
+
+export const PREFIX_RE = new RegExp(`^${STEM}[0-9a-f]{6}$`);
 
 export function newPrefix(): string {
-  return `tb${randomBytes(3).toString('hex')}`;
+  return `${STEM}${randomBytes(3).toString('hex')}`;
 }
 
 export const testbedDir = (prefix: string) => path.join(os.tmpdir(), prefix);
