@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
@@ -40,6 +41,8 @@ describe('held ports through miniupnpd and nft (network namespaces)', function (
   let dataDir: string;
   let socketPath: string;
   const helpers: ChildProcess[] = [];
+  /** The node's temp folders (its manifests): a kill -9 leaves them. */
+  const roots: string[] = [];
 
   function get(p: string, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string }> {
     return new Promise((resolve, reject) => {
@@ -83,7 +86,10 @@ describe('held ports through miniupnpd and nft (network namespaces)', function (
     });
     node = c;
     await new Promise<void>((resolve, reject) => {
-      c.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+      c.stdout!.on('data', (d) => {
+        const m = /ready (\S+)/.exec(String(d));
+        if (m) resolve(void roots.push(m[1]));
+      });
       c.once('exit', (code) => reject(new Error(`the LAN node exited (${code})`)));
     });
   }
@@ -113,6 +119,7 @@ describe('held ports through miniupnpd and nft (network namespaces)', function (
   after(async () => {
     if (node) await killNode('SIGKILL');
     for (const h of helpers) h.kill();
+    for (const r of roots) fs.rmSync(r, { recursive: true, force: true });
     await home?.destroy();
   });
 

@@ -2,8 +2,9 @@
  * Runs inside a network namespace (the UPnP tests start it with `nsenter --net=...`): a node of the node
  * plugin (startOpsNode) with the config given as JSON in argv[2], reachable from the test outside the
  * namespace through a unix socket at argv[3] (a filesystem socket crosses network namespaces; TCP would need
- * a link into the machine's own network). Prints `ready` once it serves; SIGTERM stops the node (its plugin
- * disposal runs: the UPnP mappings it keeps are removed) and exits 0.
+ * a link into the machine's own network). Prints `ready <its temp folder>` once it serves (a test that kills
+ * it with SIGKILL removes the folder); SIGTERM stops the node (its plugin disposal runs: the UPnP mappings it
+ * keeps are removed), removes the folder and exits 0.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -20,7 +21,7 @@ const bridge = net
     c.on('error', () => u.destroy());
     u.on('error', () => c.destroy());
   })
-  .listen(socketPath, () => console.log('ready'));
+  .listen(socketPath, () => console.log(`ready ${node.root}`));
 
 process.once('SIGTERM', async () => {
   bridge.close();
