@@ -18,6 +18,7 @@ import { REPO_ROOT } from '../../core/config.ts';
 import { eventually } from '../support/wait.ts';
 import { canBuildHomeNetwork, createHomeNetwork, LAN_NODE, WAN_IP, type HomeNetwork } from './netns-router.ts';
 import { asOperator, ok } from './support.ts';
+import { getOnSocket } from '../support/unix-http.ts';
 
 const API = 31090;
 // The LAN host's own firewall: loopback, replies, and the router's SSDP answers; everything else is dropped.
@@ -44,25 +45,7 @@ describe('held ports through miniupnpd and nft (network namespaces)', function (
   /** The node's temp folders (its manifests): a kill -9 leaves them. */
   const roots: string[] = [];
 
-  function get(p: string, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string }> {
-    return new Promise((resolve, reject) => {
-      const req = http.request({ socketPath, path: p, headers }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => {
-          let json: any;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            /* not JSON */
-          }
-          resolve({ status: res.statusCode!, json, text });
-        });
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  }
+  const get = (p: string, headers: Record<string, string> = {}) => getOnSocket(socketPath, p, headers);
   const mappings = async (port: number) => (ok(await get('/core/getmap', asOperator())) as Mapping[]).filter((m) => m.public.port === port);
   const described = async (port: number) => (await mappings(port)).map((m) => `${m.protocol}/${m.description}/${m.private.host}:${m.private.port}`).sort();
   const loadLanRules = () => execFileSync(home!.inNs(home!.lan)[0], [...home!.inNs(home!.lan).slice(1), 'nft', '-f', '-'], { input: LAN_RULES });

@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,26 +17,16 @@ import { createAppPorts, type HeldPort } from '../../plugins/node/app-ports.ts';
 import { createFirewall } from '../../plugins/node/firewall.ts';
 import type { NodeConfig } from '../../plugins/node/settings.ts';
 import { eventually } from '../support/wait.ts';
+import { fwNamespace } from '../support/fw-netns.ts';
 
-const NS = `cnports-fw-${randomBytes(3).toString('hex')}`;
-const inNs = (...args: string[]) => execFileSync('ip', ['netns', 'exec', NS, ...args], { encoding: 'utf8', stdio: 'pipe' });
+const fw = fwNamespace('cnports-fw');
+const NS = fw.ns;
+const inNs = fw.inNs;
+const probe = fw.probe;
+const canUseNamespaces = fw.create;
 const RULESET = 'table inet filter {\n chain input { type filter hook input priority 0; policy drop; ct state established,related accept; }\n chain output { type filter hook output priority 0; policy accept; }\n}\n';
 
-function canUseNamespaces(): boolean {
-  try {
-    execFileSync('nft', ['--version'], { stdio: 'ignore' });
-    execFileSync('ip', ['netns', 'add', NS], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-/** Connect to 127.0.0.1:port inside the namespace: 'open' or 'blocked' (no answer within 1.5 s). */
-function probe(port: number): string {
-  const js = `const s=require('net').connect(${port},'127.0.0.1');s.setTimeout(1500,()=>{console.log('blocked');process.exit(0)});s.on('connect',()=>{console.log('open');process.exit(0)});s.on('error',e=>{console.log(e.code);process.exit(0)})`;
-  return inNs(process.execPath, '-e', js).trim();
-}
 
 const count = (listing: string, needle: string) => listing.split(needle).length - 1;
 const chain = (name: string) => inNs('nft', 'list', 'chain', 'inet', 'filter', name);

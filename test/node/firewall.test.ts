@@ -4,27 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { CORE_TEAM, MEMBER, asOperator, authAs, err, ok, startOpsNode, waitFor } from './support.ts';
+import { fwNamespace } from '../support/fw-netns.ts';
 
-const NS = `nodeops-fw-${randomBytes(3).toString('hex')}`;
-const inNs = (...args: string[]) => execFileSync('ip', ['netns', 'exec', NS, ...args], { encoding: 'utf8', stdio: 'pipe' });
-
-function canUseNamespaces(): boolean {
-  try {
-    execFileSync('nft', ['--version'], { stdio: 'ignore' });
-    execFileSync('ip', ['netns', 'add', NS], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Connect to 127.0.0.1:port inside the namespace; 'open' or 'blocked' (no answer within 1.5 s). */
-function probe(port: number): string {
-  const js = `const s=require('net').connect(${port},'127.0.0.1');s.setTimeout(1500,()=>{console.log('blocked');process.exit(0)});s.on('connect',()=>{console.log('open');process.exit(0)});s.on('error',e=>{console.log(e.code);process.exit(0)})`;
-  return inNs(process.execPath, '-e', js).trim();
-}
+const fw = fwNamespace('nodeops-fw');
+const NS = fw.ns;
+const inNs = fw.inNs;
+const probe = fw.probe;
+const canUseNamespaces = fw.create;
 
 describe('allowport through nft (network namespace)', function () {
   this.timeout(60_000);

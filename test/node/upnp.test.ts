@@ -13,6 +13,7 @@ import path from 'node:path';
 import { REPO_ROOT } from '../../core/config.ts';
 import { canBuildHomeNetwork, createHomeNetwork, LAN_GW, LAN_NODE, WAN_IP, type HomeNetwork } from './netns-router.ts';
 import { CORE_TEAM, MEMBER, asOperator, authAs, err, ok, startOpsNode, waitFor } from './support.ts';
+import { getOnSocket } from '../support/unix-http.ts';
 
 const API = 25127;
 
@@ -23,25 +24,7 @@ describe('UPnP through miniupnpd (network namespaces)', function () {
   let socketPath: string;
   const helpers: ChildProcess[] = [];
 
-  function get(p: string, headers: Record<string, string> = {}, via = socketPath): Promise<{ status: number; json: any; text: string }> {
-    return new Promise((resolve, reject) => {
-      const req = http.request({ socketPath: via, path: p, headers }, (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => {
-          let json: any;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            /* not JSON */
-          }
-          resolve({ status: res.statusCode!, json, text });
-        });
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  }
+  const get = (p: string, headers: Record<string, string> = {}, via = socketPath) => getOnSocket(via, p, headers);
   const mappings = async () => ok(await get('/core/getmap', asOperator())) as { public: { port: number }; private: { host: string; port: number }; protocol: string; description: string }[];
   const natRules = () => home!.exec(home!.router, ['nft', 'list', 'chain', 'inet', 'filter', 'prerouting_miniupnpd']);
   /** From the internet side: connect to the router's public address; 'open' or the failure. */
