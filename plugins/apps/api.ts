@@ -69,6 +69,8 @@ export interface NodePlaceView {
   faultDomain: string;
   staticIp: boolean;
   resources: { total: Record<string, number>; locked: Record<string, number>; free: Record<string, number> };
+  /** Whether this node takes part in placement (false: its operator turned it off; it keeps what it runs). */
+  placement?: boolean;
 }
 
 export const appsService = createServiceRef<AppsService>('apps');

@@ -479,7 +479,7 @@ export default definePlugin({
       },
       runVerb: verbRunner(local as Record<string, PlainHandler>),
       withdraw,
-      place: async () => locations(cfg.node, cfg.nodeHostIp, await installer.store.find({})).node,
+      place: async () => ({ ...locations(cfg.node, cfg.nodeHostIp, await installer.store.find({})).node, placement: limits.get().enabled }),
     };
     return {
       handlers,

@@ -32,10 +32,11 @@
  *    doubling to `backoffMaxMs` (1 min to 1 h) from the last failure; the caller keeps the failure memory
  *    (`recordFailure`, `recordSuccess`). Other nodes' error notices do not back this node off: their
  *    failure may be theirs (disk, registry reachability).
- * 6. Limits. `enabled: false` takes nothing new and stands down from claims not yet pulling, but still
- *    removes expired and surplus instances: the surplus ranking works only if every node applies it (the
- *    others cannot know a node is disabled and would keep counting it as the one to go). `maxApps` counts
- *    installed apps and claims; resource limits are the fit function's business.
+ * 6. Limits. `enabled: false` takes nothing new, stands down from claims not yet pulling and removes
+ *    nothing: an operator who turned placement off keeps what the node runs. Its running notices say so
+ *    (`fixed`), and the surplus rule ranks only the nodes that take part, so a surplus is still trimmed,
+ *    by the others. Expired apps are removed all the same (the updater, not this planner). `maxApps`
+ *    counts installed apps and claims; resource limits are the fit function's business.
  * 7. `g:` apps (one primary, the others standbys syncing from it): one install at a time network-wide (no
  *    new claim while another node is installing, one slot at the stand-down), so each new standby syncs
  *    from the settled copies; the surplus rule removes the newest, the least likely primary.
@@ -52,7 +53,13 @@ export interface GlobalAppFact {
   /** A component's containerData says `g:` (one primary, standbys). */
   gSync: boolean;
 }
-export interface RunningAt { node: string; runningSince: number; heardAt: number }
+export interface RunningAt {
+  node: string;
+  runningSince: number;
+  heardAt: number;
+  /** The node does not take part in placement (its operator turned it off): it keeps what it runs. */
+  fixed?: boolean;
+}
 export interface InstallingAt { node: string; announcedAt: number; heardAt: number }
 export interface ErrorAt { node: string; at: number; error: string }
 export interface AppHeard { running: RunningAt[]; installing: InstallingAt[]; errors: ErrorAt[] }
@@ -124,8 +131,8 @@ export function plan(input: PlanInput, prev: PlannerState): { actions: Action[];
       continue;
     }
     const h = input.heard.get(app.name) ?? NONE;
-    const running: { node: string; runningSince: number }[] = h.running.filter((r) => r.node !== self && r.heardAt >= cut);
-    if (mine) running.push({ node: self, runningSince: mine.runningSince });
+    const running: { node: string; runningSince: number; fixed?: boolean }[] = h.running.filter((r) => r.node !== self && r.heardAt >= cut);
+    if (mine) running.push({ node: self, runningSince: mine.runningSince, fixed: !limits.enabled });
     const runs = new Set(running.map((r) => r.node));
     const installing: { node: string; announcedAt: number }[] = h.installing.filter((i) => i.node !== self && i.heardAt >= cut && !runs.has(i.node));
     if (claim && claim.phase !== 'delay' && !mine) installing.push({ node: self, announcedAt: claim.announcedAt });

@@ -34,10 +34,13 @@ export function standingDown(installing: readonly { node: string; announcedAt: n
  * Running instances that are surplus: the `count - instances` most recently started (ties: the higher node
  * key first). The newest instance holds the least (its data synced last, its clients fewest), and the
  * oldest of a `g:` app is the likeliest primary; never more than the surplus, so never below `instances`.
+ * Nodes that do not take part in placement (`fixed`: their operator turned it off, as their running
+ * notices say) are never named: they keep what they run, and the surplus is trimmed among the others.
  */
-export function surplusNodes(running: readonly { node: string; runningSince: number }[], instances: number): string[] {
+export function surplusNodes(running: readonly { node: string; runningSince: number; fixed?: boolean }[], instances: number): string[] {
   const extra = running.length - instances;
   if (extra <= 0) return [];
-  const ranked = [...running].sort((a, b) => b.runningSince - a.runningSince || byKey(b.node, a.node));
+  // A node whose operator turned placement off keeps what it runs: the others trim among themselves.
+  const ranked = running.filter((r) => !r.fixed).sort((a, b) => b.runningSince - a.runningSince || byKey(b.node, a.node));
   return ranked.slice(0, extra).map((x) => x.node);
 }

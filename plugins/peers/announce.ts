@@ -25,6 +25,8 @@ export class Announcer {
 
   start() {
     for (const e of ['apps.installed', 'apps.running', 'apps.stopped']) this.offs.push(this.events.on(e, () => this.schedule(false)));
+    // The place says whether the node takes part in placement: the others must hear a change at once.
+    this.offs.push(this.events.on('apps.placementlimits', () => this.schedule(true)));
     this.offs.push(
       this.events.on('apps.removed', (ev) => {
         const app = (ev.data as { app?: string })?.app;

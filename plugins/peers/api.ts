@@ -28,7 +28,8 @@ export interface AppLocation {
 
 /** What this node heard of one app's nodes, with when it heard each (its own clock): the placement loop's input. */
 export interface AppHeard {
-  running: { node: string; ip: string; runningSince: number; heardAt: number }[];
+  /** `fixed`: the node's notice says it does not take part in placement (it keeps what it runs). */
+  running: { node: string; ip: string; runningSince: number; heardAt: number; fixed?: boolean }[];
   /** `announcedAt`: the installer's first announcement of the install (its clock). */
   installing: { node: string; ip: string; announcedAt: number; heardAt: number }[];
   errors: { node: string; at: number; error: string }[];

@@ -141,7 +141,11 @@ export class Locations {
       if (!h) out.set(name, (h = { running: [], installing: [], errors: [] }));
       return h;
     };
-    for (const r of this.live(this.running)) of(r.name).running.push({ node: r.node, ip: r.ip, runningSince: r.runningSince, heardAt: r.heardAt });
+    for (const r of this.live(this.running)) {
+      // A node whose running notice says it does not take part in placement keeps what it runs.
+      const fixed = this.nodeInfo.get(r.node)?.place?.placement === false;
+      of(r.name).running.push({ node: r.node, ip: r.ip, runningSince: r.runningSince, heardAt: r.heardAt, ...(fixed ? { fixed } : {}) });
+    }
     for (const i of this.live(this.installing)) of(i.name).installing.push({ node: i.node, ip: i.ip, announcedAt: i.announcedAt ?? i.broadcastedAt, heardAt: i.heardAt });
     for (const e of this.live(this.errors)) of(e.name).errors.push({ node: e.node, at: e.heardAt, error: e.error ?? '' });
     return out;

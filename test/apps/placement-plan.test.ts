@@ -129,13 +129,19 @@ describe('apps: placement planner', function () {
       self: 'self', now: 1_000_000, seed: 's', height: 100, apps: [gapp('a', 3)], heard: new Map(), installed: [], fit: () => ({ ok: true, reasons: [] }), limits: { enabled: true, maxApps: 10 }, failures: {}, ...over,
     });
 
-    it('disabled: takes nothing new, still drops its surplus instance (confirmed over the settle time)', () => {
+    it('disabled: takes nothing new and removes nothing; the surplus is trimmed by the nodes that take part', () => {
       const input = base({ limits: { enabled: false, maxApps: 10 }, heard: new Map([['a', running(3)], ['b', running(1)]]), apps: [gapp('a', 3), gapp('b', 3)], installed: [{ name: 'a', hash: 'h', runningSince: 999_000 }] });
       const r1 = plan(input, EMPTY_STATE);
-      assert.deepEqual(r1.actions.map((a) => [a.kind, a.app]), [['wait', 'a'], ['wait', 'b']]);
-      assert.match((r1.actions[1] as { why: string }).why, /disabled/);
+      assert.deepEqual(r1.actions.map((a) => [a.kind, a.app]), [['wait', 'b']]);
+      assert.match((r1.actions[0] as { why: string }).why, /disabled/);
       const r2 = plan({ ...input, now: input.now + DEFAULT_TIMING.settleMs }, r1.state);
-      assert.deepEqual(r2.actions.map((a) => [a.kind, a.app]), [['remove-surplus', 'a'], ['wait', 'b']]);
+      assert.ok(!r2.actions.some((a) => a.kind === 'remove-surplus'), JSON.stringify(r2.actions));
+      // The newest enabled node (peer-2) goes instead: every node ranks the fixed one out.
+      const asPeer2 = base({ self: 'peer-2', heard: new Map([['a', { running: [...running(2).running, { node: 'self', runningSince: 999_000, heardAt: 1_000_000, fixed: true }], installing: [], errors: [] }]]), installed: [{ name: 'a', hash: 'h', runningSince: 2 }] });
+      const p1 = plan(asPeer2, EMPTY_STATE);
+      const p2 = plan({ ...asPeer2, now: asPeer2.now + DEFAULT_TIMING.settleMs }, p1.state);
+      assert.deepEqual(p2.actions.map((a) => [a.kind, a.app]), [['remove-surplus', 'a']]);
+      assert.deepEqual(surplusNodes([{ node: 'x', runningSince: 9, fixed: true }, { node: 'y', runningSince: 5 }], 2), []);
     });
 
     it('an older instance here is not surplus: the newest ones go', () => {

@@ -10,7 +10,7 @@
  *   with no session header leaving the node the owner called; a listed peer's appremove naming the owner
  *   with no signature, another wallet's, a caller who is not the owner, or no origin proof is refused there,
  *   as is its replay of the owner's real command, and the app runs on; a signed global appstart, redeploy
- *   and appremove reach all three the same way.
+ *   and appremove reach all three the same way; the remove withdraws the app from placement on all eight.
  * Membership `nodelist`: the node list comes from the TEST-ONLY corenode RPC double in front of the
  * litecoind (test/node/doubles; every other call, the explorers' included, goes through to litecoind).
  */
@@ -287,5 +287,11 @@ describe('peer network: apps across eight node processes (Docker, litecoind)', f
     assert.equal(last(lines).status, 'success', JSON.stringify(last(lines)));
     await eventually(async () => onAll(async (i) => (await cliOf(i)(['ps', '-aq', '--filter', `name=coreapi_${APP}`])).trim() === ''), { what: 'removed on the three', everyMs: 300 });
     await eventually(async () => (await Promise.all(n.map(async (x) => data(await x.get(`/apps/location/${APP}`))))).every((l) => l.length === 0), { what: 'no location left', everyMs: 300 });
+    // Withdrawn from placement everywhere, on the nodes that never ran it too (none places it again).
+    await eventually(
+      async () =>
+        (await Promise.all(n.map(async (x, i) => data(await x.post('/apps/placementfeasibility', { name: APP }, h[i].owner)).checks.find((c: any) => c.check === 'withdrawn')?.ok === false))).every(Boolean),
+      { what: 'withdrawn on all eight', everyMs: 300 },
+    );
   });
 });
