@@ -35,7 +35,7 @@ import { newWallet } from '../support/testbed/keys.ts';
 import { PLACEMENT_NODES, placementNetwork } from '../support/testbed/networks.ts';
 import { component, fundChain, registerAndPay, v8Spec, type PaidApp } from '../support/testbed/paid-apps.ts';
 import { Figures, installAttempts, trimmed } from '../support/testbed/placement-figures.ts';
-import { settled } from '../support/testbed/placement-waits.ts';
+import { everyNodePlanning, settled } from '../support/testbed/placement-waits.ts';
 import { urlOf, visit } from '../support/testbed/visitor.ts';
 import { eventually } from '../support/wait.ts';
 import { login } from '../support/wallets.ts';
@@ -101,19 +101,7 @@ describe('placement on real hosts: five nodes place paid apps by themselves (iss
     await Promise.all([fundChain(tb), ...nodes().map((n) => n.start())]);
     log = new EventLog(nodes());
     census = new CensusTimeline(nodes());
-    // Every node holds the policy and has had peers long enough to plan (apps.placement.warmupMs).
-    await eventually(
-      async () =>
-        (
-          await Promise.all(
-            nodes().map(async (n) => {
-              const p = (await n.get('/apps/placement', await auth(n))).json?.data;
-              return (await n.get('/apps/networkpolicy')).json?.data?.held === true && p?.last?.network === true && !p.last.waiting && p.last.at > 0;
-            }),
-          )
-        ).every(Boolean),
-      { what: 'every node planning', everyMs: 500, timeoutMs: 90_000 },
-    );
+    await everyNodePlanning(tb, auth);
     console.log(`      (testbed up and every node planning after ${((Date.now() - startedAt) / 1000).toFixed(1)} s)`);
   });
 

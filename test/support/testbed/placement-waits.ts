@@ -7,7 +7,8 @@
  */
 import { locationsOn } from './app-census.ts';
 import type { CensusTimeline, Seen } from './census-timeline.ts';
-import type { Testbed } from './index.ts';
+import { eventually } from '../wait.ts';
+import type { Testbed, TestbedNode } from './index.ts';
 
 const data = (a: { json?: any; status: number; text: string }) => {
   if (a.json?.status !== 'success') throw new Error(`not a success: ${a.status} ${a.text.slice(0, 300)}`);
@@ -34,4 +35,17 @@ export async function settled(tb: Testbed, census: CensusTimeline, app: string, 
     if (Date.now() > end) throw new Error(`gave up waiting for ${o.what}: ${JSON.stringify(seen.census)}, but the nodes' views of it differ`);
     since = Date.now();
   }
+}
+
+/**
+ * Every node holds the network policy and plans: its loop has had peers for `apps.placement.warmupMs`
+ * (`GET /apps/placement` shows a round without a `waiting` reason). A payment made before that would time
+ * the warm-up, not placement.
+ */
+export async function everyNodePlanning(tb: Testbed, admin: (n: TestbedNode) => Promise<Record<string, string>>, timeoutMs = 90_000): Promise<void> {
+  const planning = async (n: TestbedNode) => {
+    const p = (await n.get('/apps/placement', await admin(n))).json?.data;
+    return (await n.get('/apps/networkpolicy')).json?.data?.held === true && p?.last?.network === true && p.last.at > 0 && !p.last.waiting;
+  };
+  await eventually(async () => (await Promise.all(tb.nodes.filter((n) => n.running()).map(planning))).every(Boolean), { what: 'every node planning', everyMs: 500, timeoutMs });
 }
