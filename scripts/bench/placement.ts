@@ -22,7 +22,7 @@ import { CensusTimeline } from '../../test/support/testbed/census-timeline.ts';
 import { EventLog } from '../../test/support/testbed/event-log.ts';
 import { Testbed, type TestbedNode } from '../../test/support/testbed/index.ts';
 import { newWallet } from '../../test/support/testbed/keys.ts';
-import { PLACEMENT_NODES, placementNetwork } from '../../test/support/testbed/networks.ts';
+import { PLACEMENT_NODES, placementFirewalls, placementNetwork } from '../../test/support/testbed/networks.ts';
 import { component, fundChain, registerAndPay, v8Spec } from '../../test/support/testbed/paid-apps.ts';
 import { Figures, installAttempts, trimmed } from '../../test/support/testbed/placement-figures.ts';
 import { everyNodePlanning, settled } from '../../test/support/testbed/placement-waits.ts';
@@ -49,6 +49,7 @@ async function main() {
   let census: CensusTimeline | undefined;
   try {
     const nodes = PLACEMENT_NODES.map((n) => tb.node(n));
+    placementFirewalls(tb);
     await Promise.all([fundChain(tb), ...nodes.map((n) => n.start())]);
     log = new EventLog(nodes);
     census = new CensusTimeline(nodes);

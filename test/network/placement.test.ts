@@ -32,7 +32,7 @@ import { CensusTimeline } from '../support/testbed/census-timeline.ts';
 import { EventLog } from '../support/testbed/event-log.ts';
 import { Testbed, leftovers, type TestbedNode } from '../support/testbed/index.ts';
 import { newWallet } from '../support/testbed/keys.ts';
-import { PLACEMENT_NODES, placementNetwork } from '../support/testbed/networks.ts';
+import { PLACEMENT_NODES, placementFirewalls, placementNetwork } from '../support/testbed/networks.ts';
 import { component, fundChain, registerAndPay, v8Spec, type PaidApp } from '../support/testbed/paid-apps.ts';
 import { Figures, installAttempts, trimmed } from '../support/testbed/placement-figures.ts';
 import { everyNodePlanning, settled } from '../support/testbed/placement-waits.ts';
@@ -98,6 +98,7 @@ describe('placement on real hosts: five nodes place paid apps by themselves (iss
   before(async () => {
     tb = await Testbed.start(placementNetwork());
     apps = await startApps(tb);
+    placementFirewalls(tb);
     await Promise.all([fundChain(tb), ...nodes().map((n) => n.start())]);
     log = new EventLog(nodes());
     census = new CensusTimeline(nodes());
@@ -186,11 +187,11 @@ describe('placement on real hosts: five nodes place paid apps by themselves (iss
     const sides = SPLIT.map((side) => census.between(WEB, healedAt - 5_000, healedAt).at(-1)?.census.running.filter((n) => side.includes(n)).length);
     const done = await settled(tb, census, WEB, 3, { since: healedAt, timeoutMs: 120_000, what: 'exactly 3 within 2 minutes of the heal' });
     assert.ok(census.between(WEB, splitAt).every((s) => s.census.running.length >= 3 || s.census.silent.length > 0), 'the count fell below 3');
-    figures.add('3 split 2/3', 'running per side before the heal', sides.join(' | '));
+    figures.add('3 split 2/3', 'running per side before the heal', sides.join(' + '));
     figures.add('3 split 2/3', 'largest count', census.maxRunning(WEB, splitAt));
     figures.add('3 split 2/3', 'heal -> exactly 3', Figures.seconds(healedAt, done.at));
     figures.add('3 split 2/3', 'installs trimmed', trimmed(log, WEB, splitAt));
-    console.log(`      (before the heal ${sides.join(' | ')} ran it; exactly 3 (${done.census.running.join(', ')}) ${Figures.seconds(healedAt, done.at)} after it)`);
+    console.log(`      (before the heal ${sides.join(' + ')} ran it; exactly 3 (${done.census.running.join(', ')}) ${Figures.seconds(healedAt, done.at)} after it)`);
   });
 
   it('6c. an app whose image cannot be pulled: error notices on every node, and at most one install attempt per back-off on each', async () => {

@@ -6,7 +6,7 @@
  * the nodes know each other from the node list only.
  */
 import { APPS_PLUGINS, registryForward } from './apps.ts';
-import { QUICK_PEERS, type TestbedHostSpec, type TestbedOptions } from './index.ts';
+import { QUICK_PEERS, type Testbed, type TestbedHostSpec, type TestbedOptions } from './index.ts';
 
 export const MESH = ['pub1', 'pub2', 'v6only', 'home1', 'home2', 'sh1', 'sh2', 'sh3'];
 
@@ -42,7 +42,8 @@ export function meshNetwork(extra: TestbedHostSpec[] = []): TestbedOptions {
  * own Syncthing), three public, one without room for any app (its reserve leaves 0.1 of its 2 cores: every
  * test app asks 0.3), one behind a NAT router that runs miniupnpd (`node.upnp` on); and a host without a
  * node on the internet side, from which the apps' ports are visited. Notices every 15 s and a node gone
- * after 45 s, as the placement loop is specified (issue 34); every node's event stream on.
+ * after 45 s, as the placement loop is specified (issue 34); every node's event stream on. Each node host
+ * has a firewall of its own (`placementFirewalls`, loaded before the nodes start).
  */
 export const PLACEMENT_NODES = ['pub1', 'pub2', 'pub3', 'small', 'home1'];
 
@@ -63,9 +64,26 @@ export function placementNetwork(): TestbedOptions {
     hostForwards: registryForward,
     config: {
       peers: { ...QUICK_PEERS, minimums: { outgoing: 1, uniqueOutgoingIps: 1, incoming: 1, uniqueIncomingIps: 1 }, announceMs: 15_000, locationTtlMs: 45_000 },
-      node: { eventStream: true },
+      // The node hosts' firewalls are nft (`placementFirewalls`): an app's port answers once its node allowed it.
+      node: { eventStream: true, firewall: { tool: 'nft', command: ['nft'] } },
       // Syncthing peers by address only; a 2 s follower round, so a g: primary silent for 6 s is replaced.
       filesync: { mode: 'supervise', globalDiscovery: false, relays: false, follow: { intervalMs: 2000 } },
     },
   };
+}
+
+/**
+ * The firewall of each placement node's host, as an operator's would be: nothing comes in but loopback (its
+ * forwarder, the registry, the daemon), replies, the node's API port and its Syncthing's (API + 2). An app's
+ * port is reached only once the node allowed it (`node.firewall.tool: nft`: rules in this `inet filter`).
+ */
+export function placementFirewalls(tb: Testbed): void {
+  for (const n of tb.nodes)
+    n.host.exec(['nft', '-f', '-'], {
+      input: `table inet filter {
+  chain input { type filter hook input priority 0; policy drop; iif lo accept; ct state established,related accept; tcp dport { ${n.port}, ${n.port + 2} } accept; }
+  chain output { type filter hook output priority 0; policy accept; }
+}
+`,
+    });
 }
