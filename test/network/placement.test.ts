@@ -1,27 +1,29 @@
 /**
  * The placement scenarios of issue 34 on real hosts (test/support/testbed, as root): five node processes,
- * each with its own dockerd and Syncthing, three public, one without room for any app (`small`: its
- * reserve leaves 0.1 core), one behind a NAT router with miniupnpd (`home1`, `node.upnp` on), and a
- * visitor host on the internet side; one registry every host reaches (a socket file, never cut), one chain.
- * Nobody installs anything by hand: the owner registers and pays, the nodes do the rest.
+ * each with its own dockerd, Syncthing and nft firewall (nothing comes in that the node did not allow),
+ * three public, one without room for any app (`small`: its reserve leaves 0.1 core), one behind a NAT
+ * router with miniupnpd (`home1`, `node.upnp` on), and a visitor host on the internet side; one registry
+ * every host reaches (a socket file, never cut), one chain. Nobody installs anything by hand: the owner
+ * registers and pays, the nodes do the rest.
  *
- * One testbed for all six scenarios (its start is about a fifth of the file's time), in this order:
+ * One testbed for all six scenarios (its start is about a tenth of the file's time), in this order:
  * 1. `instances: 3` paid: within 60 s of the confirmation exactly 3 nodes run it (each node's own listings),
  *    and its port answers at each one's public address from the visitor, the NAT node's through the
- *    mapping it made on its router;
- * 2. a node running it killed with -9: another runs it within 90 s; the killed node started again still
- *    runs its container, and the surplus is trimmed back to 3;
+ *    mapping it made on its router. pub3's operator has placement off meanwhile, so the three that may
+ *    take it are known and include the NAT node;
+ * 2. a node running it killed with -9: another (pub3, placement on again) runs it within 90 s; the killed
+ *    node started again still runs its container, and the surplus is trimmed back to 3;
  * 3. the network split 2|3 for 2 minutes (the chain and registry stay reachable: a node's daemon is local to
  *    it) and healed: within 2 minutes exactly 3 run it. An app whose image cannot be pulled is paid just
  *    before the split, so that the split's two minutes are also the while over which its attempts are
- *    counted (scenario 6);
+ *    counted (6c, right after);
  * 5. the chain passes the first app's `expire`: every node removes it within 2 blocks (before scenario 4,
  *    so that the cut there moves only the `g:` app);
  * 4. a `g:` app (2 instances: a primary and a standby with its data): the primary's node cut off, the
  *    standby takes over and serves the file written before the cut; healed, one primary again. `home1`'s
- *    operator turned placement off for it;
- * 6. `small` never took anything, `home1` never took the `g:` app, the unpullable app ended with error
- *    notices everywhere and at most one attempt per back-off on each node.
+ *    operator has placement off for it;
+ * 6. `small` never took anything, and no node took an app while its operator had placement off (pub3 in
+ *    1, home1 in 4).
  * Each scenario records its figures (the benchmark's: `npm run bench:placement`), printed at the end.
  */
 import assert from 'node:assert/strict';
