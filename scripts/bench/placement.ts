@@ -23,7 +23,7 @@ import { EventLog } from '../../test/support/testbed/event-log.ts';
 import { Testbed, type TestbedNode } from '../../test/support/testbed/index.ts';
 import { newWallet } from '../../test/support/testbed/keys.ts';
 import { PLACEMENT_NODES, placementFirewalls, placementNetwork } from '../../test/support/testbed/networks.ts';
-import { component, fundChain, registerAndPay, v8Spec } from '../../test/support/testbed/paid-apps.ts';
+import { component, fundChain, registerAndPay, serveOnSigterm, v8Spec } from '../../test/support/testbed/paid-apps.ts';
 import { Figures, installAttempts, trimmed } from '../../test/support/testbed/placement-figures.ts';
 import { everyNodePlanning, settled } from '../../test/support/testbed/placement-waits.ts';
 import { login } from '../../test/support/wallets.ts';
@@ -65,7 +65,7 @@ async function main() {
     const per: Record<string, number[]> = { paid: [], loss: [], trim: [], heal: [] };
     for (let r = 1; r <= ROUNDS; r++) {
       const app = `bench${r}`;
-      const spec = { ...v8Spec(owner.legacyid, app, [component('web', apps.image, 31100 + r, 8080)]), instances: 3 };
+      const spec = { ...v8Spec(owner.legacyid, app, [component('web', apps.image, 31100 + r, 8080, { commands: serveOnSigterm() })]), instances: 3 };
       const paid = await registerAndPay(tb, tb.node('pub1'), owner, apps.registryAddress, spec);
       const three = await census.until(app, (c) => c.running.length === 3, { since: paid.confirmedAt, timeoutMs: 180_000, what: '3 running' });
       await settled(tb, census, app, 3, { since: three.at, timeoutMs: 60_000, what: 'settled on 3' });

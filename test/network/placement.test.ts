@@ -35,7 +35,7 @@ import { EventLog } from '../support/testbed/event-log.ts';
 import { Testbed, leftovers, type TestbedNode } from '../support/testbed/index.ts';
 import { newWallet } from '../support/testbed/keys.ts';
 import { PLACEMENT_NODES, placementFirewalls, placementNetwork } from '../support/testbed/networks.ts';
-import { component, fundChain, registerAndPay, v8Spec, type PaidApp } from '../support/testbed/paid-apps.ts';
+import { component, fundChain, registerAndPay, serveOnSigterm, v8Spec, type PaidApp } from '../support/testbed/paid-apps.ts';
 import { Figures, installAttempts, trimmed } from '../support/testbed/placement-figures.ts';
 import { everyNodePlanning, settled } from '../support/testbed/placement-waits.ts';
 import { urlOf, visit } from '../support/testbed/visitor.ts';
@@ -125,7 +125,7 @@ describe('placement on real hosts: five nodes place paid apps by themselves (iss
     const pub3 = tb.node('pub3');
     assert.match(data(await pub3.post('/apps/placement', { enabled: false }, await auth(pub3))).message, /disabled/);
     offWindows.push({ node: 'pub3', app: WEB, from: Date.now(), to: Infinity });
-    const spec = { ...v8Spec(owner.legacyid, WEB, [component('web', apps.image, WEB_PORT, 8080)]), instances: 3, expire: WEB_EXPIRE };
+    const spec = { ...v8Spec(owner.legacyid, WEB, [component('web', apps.image, WEB_PORT, 8080, { commands: serveOnSigterm() })]), instances: 3, expire: WEB_EXPIRE };
     web = await registerAndPay(tb, tb.node('pub1'), owner, apps.registryAddress, spec);
     const three = await census.until(WEB, (c) => c.running.length === 3, { since: web.confirmedAt, timeoutMs: 60_000, what: '3 nodes running it within 60 s of the confirmation' });
     const done = await settled(tb, census, WEB, 3, { since: three.at, timeoutMs: 30_000, what: 'exactly 3, every node agreeing, no install pending' });
@@ -251,7 +251,7 @@ describe('placement on real hosts: five nodes place paid apps by themselves (iss
     assert.match(data(await home1.post('/apps/placement', { enabled: false }, await auth(home1))).message, /disabled/);
     offWindows.push({ node: 'home1', app: GAPP, from: Date.now(), to: Infinity });
     const spec = {
-      ...v8Spec(owner.legacyid, GAPP, [component('files', apps.image, GAPP_PORT, 8080, { containerData: 'g:/data', commands: ['/bin/httpd', '-f', '-p', '8080', '-h', '/data'] })]),
+      ...v8Spec(owner.legacyid, GAPP, [component('files', apps.image, GAPP_PORT, 8080, { containerData: 'g:/data', commands: serveOnSigterm('/data') })]),
       instances: 2,
     };
     const paid = await registerAndPay(tb, tb.node('pub1'), owner, apps.registryAddress, spec);
