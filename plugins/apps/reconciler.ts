@@ -102,7 +102,10 @@ export class Reconciler extends PeriodicWork {
               await this.recreate(rec, comp.name);
               this.stats.recreated++;
             } else {
-              await this.engine.start(comp.container);
+              // 304: started meanwhile by someone else (file sync starting an elected standby), not a failure.
+              await this.engine.start(comp.container).catch((e) => {
+                if ((e as { statusCode?: number })?.statusCode !== 304) throw e;
+              });
             }
             this.stats.starts++;
             this.log.info({ container: comp.container, attempt: t.attempts }, 'apps: component was not running; started');

@@ -6,12 +6,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Log } from '../../core/plugin-api.ts';
 import { prepareHome, type HomeOptions } from './home.ts';
+import { stopOrphans } from './orphans.ts';
 
 export class Supervisor {
   private child: ChildProcess | null = null;
   private stopping = false;
   private backoffMs = 1000;
   private timer: NodeJS.Timeout | null = null;
+  /** A start is preparing the home or stopping an orphan: a second one would race it. */
+  private starting = false;
   /** Why the last start failed, for the fitness check's message. */
   lastError = '';
   starts = 0;
@@ -39,7 +42,16 @@ export class Supervisor {
   }
 
   async start(): Promise<void> {
-    if (this.stopping || this.running) return;
+    if (this.stopping || this.running || this.starting) return;
+    this.starting = true;
+    try {
+      await this.spawnOne();
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  private async spawnOne(): Promise<void> {
     try {
       await prepareHome(this.o);
     } catch (e) {
@@ -49,6 +61,10 @@ export class Supervisor {
       return this.again();
     }
     if (this.stopping) return;
+    // Not ours (this.child is not running here): one left by this node killed with -9 (orphans.ts).
+    const orphans = await stopOrphans(this.o.home);
+    if (orphans.length) this.log.warn({ pids: orphans }, 'filesync: stopped a Syncthing of this home left running by an earlier run of the node');
+    if (this.stopping || this.running) return;
     const child = spawn(
       this.o.binary,
       ['serve', `--home=${this.o.home}`, '--no-browser', '--no-restart', '--no-upgrade', '--skip-port-probing', `--gui-address=http://127.0.0.1:${this.o.guiPort}`, '--logflags=0'],
