@@ -10,6 +10,7 @@ bash scripts/setup/ensure-nftables.sh
 bash scripts/setup/ensure-miniupnpd.sh
 bash scripts/setup/ensure-syncthing.sh
 bash scripts/setup/ensure-faketime.sh
+bash scripts/setup/ensure-chromium.sh
 # Child processes in the tests run the shipped entry points from dist/: build it once here, not in each shard.
 node scripts/build.mjs --if-stale
 # With no arguments every test runs, in concurrent shards of areas, with the type check beside them
