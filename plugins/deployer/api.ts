@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { reply, type Clock, type HandlerInput, type Log } from '../../core/plugin-api.ts';
 import type { DeployerConfig } from './config.ts';
 import type { Engine } from './engine.ts';
-import { findDeployment, logLines, readLog, renderText } from './logs.ts';
+import { findDeployment, latestOf, logLines, readLog, readLogFile, renderRunning, renderText } from './logs.ts';
 import { probe } from './probe.ts';
 import { InvalidPayload, deliveryIdOf, interpret, parsePayload, providerFromHeaders, providerFromShape } from './providers.ts';
 import type { DeployQueue } from './queue.ts';
@@ -64,6 +64,19 @@ export function handlers(p: Parts) {
   const catchUp = (waitSeconds: number) => {
     if (queue.pending?.tag || queue.pending?.origin === 'catch-up') return;
     queue.submit({ commit: null, provider: 'catch-up', origin: 'catch-up', deliveryId: `catch-up-${crypto.randomUUID()}`, receivedAt: p.clock.now(), message: `head of ${cfg.branch} after rate-limited deliveries (next window in ${waitSeconds} s)` });
+  };
+
+  /**
+   * The log of the deployment running now, for `latest` and for its `attempt-<n>` (the page's live tail
+   * polls `latest`); null when none runs or the identifier names another deployment.
+   */
+  const runningLog = (id: string) => {
+    const ip = store.state.in_progress;
+    if (!engine.active || !ip) return null;
+    const m = /^attempt-(\d{1,9})$/i.exec(id);
+    if (!/^latest$/i.test(id) && !(m && Number(m[1]) === ip.attempt)) return null;
+    const content = readLogFile(engine.logsDir, ip.log_file);
+    return content === null ? null : { ...ip, content, stage: engine.active.stage };
   };
 
   return {
@@ -220,7 +233,13 @@ export function handlers(p: Parts) {
       const id: string = values.identifier;
       const format: 'text' | 'json' = values.format;
       const tail: number | undefined = values.tail;
-      const d = findDeployment(store.state.history, id);
+      const running = runningLog(id);
+      if (running) {
+        const lines = logLines(running.content, tail);
+        if (format === 'json') return reply(200, { identifier: id, log_file: running.log_file, line_count: lines.length, content: tail === undefined ? running.content : lines.join('\n'), lines });
+        return reply(200, renderRunning(running, lines), { 'Content-Type': 'text/plain; charset=utf-8' });
+      }
+      const d = findDeployment(store.state.history, /^latest$/i.test(id) ? latestOf(store.state.history) : id);
       const content = d ? readLog(engine.logsDir, d) : null;
       if (!d || content === null)
         return reply(404, { error: 'Not Found', message: `No build log found for identifier: ${id}`, hint: 'Use GET /status to see available releases' });

@@ -112,11 +112,20 @@ export function findDeployment(history: Deployment[], identifier: string): Deplo
 }
 
 export function readLog(dir: string, d: Deployment): string | null {
+  return readLogFile(dir, d.log_file);
+}
+
+export function readLogFile(dir: string, file: string): string | null {
   try {
-    return fs.readFileSync(path.join(dir, path.basename(d.log_file)), 'utf8');
+    return fs.readFileSync(path.join(dir, path.basename(file)), 'utf8');
   } catch {
     return null;
   }
+}
+
+/** `latest` when no deployment runs: the identifier of the newest finished one (history is newest first). */
+export function latestOf(history: Deployment[]): string {
+  return history[0] ? `attempt-${history[0].attempt}` : '';
 }
 
 /** Lines of a log, without the empty string a final newline leaves; the last `tail` of them when asked. */
@@ -142,6 +151,12 @@ export function metadata(d: Deployment): Record<string, unknown> {
 /** Text format: `=== Build Metadata ===`, pretty JSON, a blank line, `=== Build Log ===`, the log. */
 export function renderText(d: Deployment, lines: string[]): string {
   return `=== Build Metadata ===\n${JSON.stringify(metadata(d), null, 2)}\n\n=== Build Log ===\n${lines.join('\n')}\n`;
+}
+
+/** The text format of the log of a deployment still running: its metadata says so (`build_status: running`). */
+export function renderRunning(r: { commit: string | null; log_file: string; started_at: string; stage: string }, lines: string[]): string {
+  const meta = { commit: r.commit ?? '', build_status: 'running', stage: r.stage, build_started: r.started_at, build_log_file: r.log_file };
+  return `=== Build Metadata ===\n${JSON.stringify(meta, null, 2)}\n\n=== Build Log ===\n${lines.join('\n')}\n`;
 }
 
 /** Delete build logs no history entry names any more (history is bounded). */
