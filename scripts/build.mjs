@@ -168,11 +168,12 @@ function compile() {
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
     transpile(ESBUILD, files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')), tmp);
+    buildDeployerPage(ESBUILD, tmp);
   } catch (e) {
     fs.rmSync(tmp, { recursive: true, force: true });
     throw new BuildError(`esbuild failed: ${e.message}; dist/ left as it was`);
   }
-  for (const f of files.filter((x) => !x.endsWith('.ts'))) {
+  for (const f of files.filter((x) => !x.endsWith('.ts') && !x.startsWith(DEPLOYER_PAGE_SRC))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
     fs.copyFileSync(path.join(ROOT, f), path.join(tmp, f));
   }
@@ -217,6 +218,48 @@ function transpile(esbuildPath, files, out) {
     fs.writeFileSync(f.path, f.text.replace(RELATIVE_TS, (_, before, q, p, m) => `${before}${q}${p}.${m ?? ''}js${q}`));
   }
 }
+/**
+ * The deployment trigger's web page: plugins/deployer/ui/main.tsx (Preact) and style.css bundled and
+ * minified by esbuild into `<out>/plugins/deployer/page/` with content-hashed names, a gzipped copy of each
+ * (served to browsers that accept it), and index.html naming them. plugins/deployer/page.ts serves it.
+ */
+const DEPLOYER_PAGE_SRC = path.join('plugins', 'deployer', 'ui') + path.sep;
+function buildDeployerPage(esbuildPath, out) {
+  const src = path.join(ROOT, DEPLOYER_PAGE_SRC);
+  if (!fs.existsSync(path.join(src, 'main.tsx'))) return;
+  const require = createRequire(import.meta.url);
+  const { buildSync } = require(esbuildPath);
+  const { gzipSync } = require('node:zlib');
+  const dest = path.join(out, 'plugins', 'deployer', 'page');
+  const res = buildSync({
+    entryPoints: [path.join(src, 'main.tsx'), path.join(src, 'style.css')],
+    outdir: dest,
+    entryNames: '[name]-[hash]',
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    target: ['chrome109', 'firefox115', 'safari15'],
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
+    legalComments: 'none',
+    write: false,
+    logLevel: 'silent',
+  });
+  fs.mkdirSync(dest, { recursive: true });
+  const names = {};
+  const write = (name, text) => {
+    fs.writeFileSync(path.join(dest, name), text);
+    fs.writeFileSync(path.join(dest, `${name}.gz`), gzipSync(text, { level: 9 }));
+  };
+  for (const f of res.outputFiles) {
+    const name = path.basename(f.path);
+    names[path.extname(name)] = name;
+    write(name, f.contents);
+  }
+  write('index.html', fs.readFileSync(path.join(src, 'index.html'), 'utf8').replace('%JS%', names['.js']).replace('%CSS%', names['.css']));
+}
+
 /**
  * Test support: these repo-relative TypeScript files into dist/ beside the build, where a child process run
  * from dist/ finds them (core/paths.ts maps a plugins folder inside the repo to its place under dist/), and

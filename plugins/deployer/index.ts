@@ -9,6 +9,7 @@ import path from 'node:path';
 import { VERSION, coreServices, definePlugin } from '../../core/plugin-api.ts';
 import { apiKeyStrategy } from './apikey.ts';
 import { handlers } from './api.ts';
+import { pageHandlers } from './page.ts';
 import { configEnv, configProblem, configSchema, configWarnings, type DeployerConfig } from './config.ts';
 import { DeployFailure, Engine } from './engine.ts';
 import { killGroup, resolveIdentity, type Identity } from './proc.ts';
@@ -107,12 +108,15 @@ export default definePlugin({
 
     const dropApiKey = ctx.auth.useStrategy('apikey', apiKeyStrategy(cfg.apiKey));
     return {
-      handlers: handlers({
-        cfg, log: ctx.log, clock: ctx.clock, store, engine, queue, supervisor,
-        limiter: new RateLimiter(cfg.rateLimitPerMinute, () => ctx.clock.now()),
-        // The manifest's body limit of the webhook route (25 MB, GitHub's payload cap).
-        uploads: new UploadGate(cfg.maxUploads, 25 * 1024 * 1024),
-      }),
+      handlers: {
+        ...pageHandlers(),
+        ...handlers({
+          cfg, log: ctx.log, clock: ctx.clock, store, engine, queue, supervisor,
+          limiter: new RateLimiter(cfg.rateLimitPerMinute, () => ctx.clock.now()),
+          // The manifest's body limit of the webhook route (25 MB, GitHub's payload cap).
+          uploads: new UploadGate(cfg.maxUploads, 25 * 1024 * 1024),
+        }),
+      },
       async dispose() {
         dropApiKey();
         clearInterval(poller);
