@@ -135,11 +135,12 @@ export function testEnv(repo: Repo, appPort: number, root: string, extra: Record
   };
 }
 
-export async function startDeployer(env: Record<string, string>): Promise<TestDeployer> {
+/** `listenPort`: 0 takes the kernel's choice; a test that must bind in a range of its own passes one. */
+export async function startDeployer(env: Record<string, string>, listenPort = 0): Promise<TestDeployer> {
   const config = deployerConfigFromEnv(env);
   const host = createDeployerHost({ config });
   await host.start();
-  const port = await host.listen(0, '127.0.0.1');
+  const port = await host.listen(listenPort, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const post = (p: string, body: string | Buffer, headers: Record<string, string> = {}) =>
     rawRequest(url, p, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });

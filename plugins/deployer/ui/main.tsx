@@ -16,6 +16,8 @@ function App() {
   /** Null while the key works (or none is needed); else why the key form shows. */
   const [keyProblem, setKeyProblem] = useState<string | null>(null);
   const [status, setStatus] = useState<Status | null>(null);
+  /** The last idle status: a deploying one carries no releases, and the table should not vanish meanwhile. */
+  const [idle, setIdle] = useState<Status | null>(null);
   const [health, setHealth] = useState<Health | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [logId, setLogId] = useState('latest');
@@ -29,6 +31,7 @@ function App() {
         const [s, h] = await Promise.all([getJson<Status>('/status', key), getJson<Health>('/health', key)]);
         if (stop) return;
         setStatus(s.body);
+        if (s.body.status === 'idle') setIdle(s.body);
         setHealth(h.body);
         setError(null);
       } catch (e) {
@@ -83,7 +86,7 @@ function App() {
             {!status && !error && <p>Loading status…</p>}
             {status && <StatusPanel status={status} onLog={setLogId} />}
             {health && <HealthPanel health={health} />}
-            {status && <ReleasesPanel releases={status.releases ?? []} current={status.current_release ?? ''} onLog={setLogId} />}
+            {idle && <ReleasesPanel releases={idle.releases ?? []} current={idle.current_release ?? ''} onLog={setLogId} />}
             {status && <LogView apiKey={key} identifier={logId} deploying={status.status === 'deploying'} onIdentifier={setLogId} onKeyRefused={(m) => setKeyProblem(`The service refused this API key (${m}).`)} />}
           </>
         )}
@@ -92,4 +95,6 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+root.textContent = ''; // the static "Loading…": render() adds to a container, it does not replace it
+render(<App />, root);
