@@ -134,6 +134,12 @@ describe('deployer page (chromium)', function () {
     assert.deepEqual(await seriousViolations(page), [], 'axe while deploying');
     await screenshots(page, 'deployer-deploying');
 
+    // What the page polls: the running deployment's log, by `latest` and by its attempt number.
+    const running = await d.get('/logs/latest?format=json', { authorization: `Bearer ${KEY}` });
+    assert.ok(running.json.lines.includes('\x1b[32mbuild step one\x1b[0m'), 'the service keeps the log as written');
+    assert.match((await d.get('/logs/latest', { authorization: `Bearer ${KEY}` })).text, /"build_status": "running"/);
+    assert.equal((await d.get('/logs/attempt-2?format=json', { authorization: `Bearer ${KEY}` })).json.log_file, running.json.log_file);
+
     // The same page, never reloaded, shows the line the build writes next.
     fs.writeFileSync(gate, '');
     await waitFor(async () => /^build step two$/m.test(await log.innerText()), 'the next build line, live');
@@ -154,13 +160,48 @@ describe('deployer page (chromium)', function () {
     await page.close();
   });
 
-  it('the API key is still required by /status and /logs; /logs/latest is the newest log when idle', async () => {
+  it('a failed build shows as the last failure, with its log one click away', async () => {
+    const page = await open();
+    await page.getByRole('textbox', { name: 'API key' }).fill(KEY);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+    await page.getByRole('heading', { name: /Status: idle/ }).waitFor();
+    const broken = repo.commit(nodeApp('v3', { build: "console.log('compiler says no');process.exit(3)" }), 'third: broken build');
+    await push(broken, 'third: broken build');
+    await page.getByRole('heading', { name: 'Last failed deployment' }).waitFor({ timeout: 60_000 });
+    assert.match(await page.locator('.failed').innerText(), new RegExp(`${broken.slice(0, 7)} failed .*build_failed`));
+    await page.getByRole('button', { name: 'Show its build log' }).click();
+    await page.getByRole('heading', { name: new RegExp(`Build log: ${broken}-FAILED`) }).waitFor();
+    await waitFor(async () => /^compiler says no$/m.test(await page.getByLabel('Build log lines').innerText()), 'the failed build log');
+    // The release that was live still is.
+    assert.equal(await page.getByRole('row').filter({ hasText: 'live' }).count(), 1);
+    assert.deepEqual(await seriousViolations(page), [], 'axe with a failure shown');
+    await screenshots(page, 'deployer-failed');
+    await page.close();
+  });
+
+  it('without API_KEY the page opens at once, before any deployment', async () => {
+    const bare = await startDeployer(testEnv(new Repo(), await port(), tempDir()), await port());
+    try {
+      const page = await browser.context.newPage();
+      await page.goto(`${bare.url}/`);
+      await page.getByRole('heading', { name: /Status: idle/ }).waitFor();
+      await page.getByText('No release yet').waitFor();
+      await page.getByText('No build log yet').waitFor();
+      assert.equal(await page.getByRole('textbox', { name: 'API key' }).count(), 0);
+      await page.close();
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('the API key is still required by /status and /logs; /logs/latest is the log of the newest deployment when idle', async () => {
     assert.equal((await d.get('/status')).status, 401);
     assert.equal((await d.get('/logs/latest')).status, 401);
     const latest = await d.get('/logs/latest?format=json', { authorization: `Bearer ${KEY}` });
     assert.equal(latest.status, 200);
-    assert.ok(latest.json.lines.includes('build step two'));
+    assert.ok(latest.json.lines.includes('compiler says no'), 'the newest deployment is the failed one');
     const s = await settled(d);
     assert.equal(s.releases.length, 2);
+    assert.equal(s.failed_commits_count, 1);
   });
 });

@@ -55,8 +55,10 @@ export function LogView({ apiKey, identifier, deploying, onIdentifier, onKeyRefu
     };
   }, [apiKey, identifier, deploying, follow]);
 
+  // The end of a log is what explains it (a failure's last lines): a log opens at its end, and a followed
+  // one stays there as it grows.
   useLayoutEffect(() => {
-    if (live && follow && pre.current) pre.current.scrollTop = pre.current.scrollHeight;
+    if ((follow || !live) && pre.current) pre.current.scrollTop = pre.current.scrollHeight;
   }, [lines]);
 
   return (
