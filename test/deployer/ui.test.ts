@@ -88,8 +88,11 @@ describe('deployer page (chromium)', function () {
     assert.deepEqual(await seriousViolations(page), [], 'axe on the key prompt');
     await screenshots(page, 'deployer-key');
 
-    await page.getByRole('textbox', { name: 'API key' }).fill('a-wrong-key');
-    await page.getByRole('button', { name: 'Use this key' }).click();
+    // By keyboard alone: Tab reaches the field, Enter sends the key.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'api-key');
+    await page.keyboard.type('a-wrong-key');
+    await page.keyboard.press('Enter');
     const alert = page.getByRole('alert');
     await alert.filter({ hasText: 'refused this API key' }).waitFor();
     assert.match(await alert.innerText(), /Valid API key required/);
@@ -107,6 +110,9 @@ describe('deployer page (chromium)', function () {
     // The key stays in this tab only.
     assert.equal(await page.evaluate(() => sessionStorage.getItem('deployer.apiKey')), KEY);
     assert.equal(await page.evaluate(() => localStorage.length), 0);
+    await page.getByRole('button', { name: 'Forget API key' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The key was removed from this tab' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('deployer.apiKey')), null);
     await page.close();
   });
 
