@@ -65,6 +65,5 @@ export interface LogAnswer {
 }
 
 /** ANSI escape sequences (colours, cursor moves) of build tools: removed, the rest is shown as text. */
-// eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
 export const stripAnsi = (s: string) => s.replace(ANSI, '');
