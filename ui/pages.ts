@@ -24,7 +24,10 @@ export interface PageDef {
 }
 
 export const PAGES: PageDef[] = [
+  { path: '/node', title: 'Node', level: 'public', load: () => import('./pages/node.tsx') },
+  { path: '/network', title: 'Network', level: 'public', load: () => import('./pages/network.tsx') },
+  { path: '/explorer', title: 'Explorer', level: 'public', load: () => import('./pages/explorer.tsx') },
   { path: '/login', title: 'Log in', level: 'public', nav: false, load: () => import('./pages/login.tsx') },
 ];
 
-export const HOME = '/login';
+export const HOME = '/node';
