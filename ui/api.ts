@@ -42,6 +42,7 @@ export async function call<T = unknown>(path: string, opts: CallOptions = {}): P
   try {
     env = await res.json();
   } catch {
+    if (res.status === 404) throw new ApiFailure(404, 'NotServed', 'this node does not serve it (its plugin is not installed)');
     throw new ApiFailure(res.status, 'HttpError', `The node answered HTTP ${res.status}`);
   }
   if (env?.status === 'success') return env.data as T;
