@@ -2,8 +2,8 @@
  * The frame of every page: a skip link, the header with the nav (only the pages the session's level
  * allows) and the session (id, level, log out), and the routed page, loaded on first visit.
  */
-import type { ComponentType } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import type { ComponentChildren, ComponentType } from 'preact';
+import { useEffect, useErrorBoundary, useState } from 'preact/hooks';
 import { call } from './api.ts';
 import { PAGES, type PageProps } from './pages.ts';
 import { match, navigate, usePath } from './router.ts';
@@ -48,6 +48,20 @@ function SessionBar({ s }: { s: Session | null }) {
       </button>
       <button type="button" disabled={busy} onClick={() => logout(true)}>
         Log out everywhere
+      </button>
+    </div>
+  );
+}
+
+/** A page that throws shows why in its place; the frame (nav, session) stays usable. */
+function Guard({ children }: { children: ComponentChildren }) {
+  const [error, reset] = useErrorBoundary();
+  if (!error) return <>{children}</>;
+  return (
+    <div role="alert" class="card bad">
+      <p>This page failed: {String((error as Error).message ?? error)}</p>
+      <button type="button" onClick={reset}>
+        Try again
       </button>
     </div>
   );
@@ -107,7 +121,9 @@ export function App() {
             </p>
           </>
         ) : Page ? (
-          <Page params={m.params} />
+          <Guard key={m.page.path}>
+            <Page params={m.params} />
+          </Guard>
         ) : (
           <p class="muted">Loading…</p>
         )}

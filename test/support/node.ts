@@ -81,6 +81,8 @@ export interface StartOptions {
   dataDir?: string;
   /** The API port to listen on (default 0: a free one). */
   port?: number;
+  /** The address to listen on (default 127.0.0.1; another 127.x address lets nodes share a port, as peers do). */
+  address?: string;
   clock?: Clock;
   /** Copy manifests into a temp folder (tests that change them). */
   manifestsDir?: string;
@@ -179,7 +181,7 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
   const manifestsDir = opts.manifestsDir ?? (opts.plugins ? manifestsFor(opts.plugins) : undefined);
   const config = resolveConfig(
     {
-      api: { port: 0, host: '127.0.0.1' },
+      api: { port: opts.port ?? 0, host: opts.address ?? '127.0.0.1' },
       dataDir,
       manifestsDir: manifestsDir ?? path.join(REPO_ROOT, 'manifests'),
       log: { level: process.env.TEST_LOG ?? 'silent' },
@@ -197,8 +199,8 @@ export async function startNode(opts: StartOptions = {}): Promise<TestNode> {
   );
   const host = new Host({ config, clock: opts.clock, onHandler: opts.onHandler, manifestCache: opts.manifestCache ?? repoManifestCache() });
   await host.start();
-  const port = await host.listen(opts.port ?? 0, '127.0.0.1');
-  const url = `http://127.0.0.1:${port}`;
+  const port = await host.listen(opts.port ?? 0, opts.address ?? '127.0.0.1');
+  const url = `http://${opts.address ?? '127.0.0.1'}:${port}`;
   return {
     host,
     dataDir,

@@ -33,12 +33,14 @@ export default function NetworkPage() {
   const inc = useApi<{ ip: string; port?: number; latency?: number }[]>('/core/incomingconnectionsinfo', 10_000);
   const topo = useApi<Topology>('/core/topology', 30_000);
   const locations = useApi<Location[]>('/apps/locations', 30_000);
-  const health = useApi<{ status?: string; inSteadyState?: boolean; messages?: Message[] }>('/core/networkhealth', 15_000);
+  const health = useApi<{ status?: string; inSteadyState?: boolean; messages?: { recent?: Message[] } }>('/core/networkhealth', 15_000);
   const [live, setLive] = useState<Message[]>([]);
   useEvents(['network:broadcastmessage'], (d) => setLive((l) => [{ ...(d as Message), type: 'broadcastmessage', receivedAt: Date.now() }, ...l].slice(0, 50)));
   useEvents(['network:apprunning', 'network:appremoved', 'network:appinstalling'], () => locations.refresh());
-  const kept = (health.data?.messages ?? []).filter((m) => m.type === 'broadcastmessage');
-  const messages = [...live, ...kept].slice(0, 50);
+  // The node keeps its last delivered messages (networkhealth); the live ones may be among them already.
+  const kept = (Array.isArray(health.data?.messages?.recent) ? health.data!.messages!.recent! : []).filter((m) => m.type === 'broadcastmessage').reverse();
+  const liveKeys = new Set(live.map((m) => `${m.origin}|${JSON.stringify(m.data)}`));
+  const messages = [...live, ...kept.filter((m) => !liveKeys.has(`${m.origin}|${JSON.stringify(m.data)}`))].slice(0, 50);
 
   return (
     <>

@@ -53,7 +53,7 @@ function Peers({ of, label }: { of: Loaded<PeerInfo[]>; label: string }) {
                 {list.map((p) => (
                   <tr key={`${p.ip}:${p.port}`}>
                     <td>{p.port ? `${p.ip}:${p.port}` : p.ip}</td>
-                    <td>{typeof p.latency === 'number' ? `${Math.round(p.latency)} ms` : '–'}</td>
+                    <td>{typeof p.latency === 'number' && p.latency >= 0 ? `${Math.round(p.latency)} ms` : '–'}</td>
                   </tr>
                 ))}
               </tbody>
