@@ -184,7 +184,7 @@ describe('CLI entry points, run as real commands', function () {
       this.timeout(300_000);
       // A copy of the checkout with the current build (timestamps kept, so the build stamp still matches).
       const copy = path.join(dir, 'checkout');
-      for (const d of ['core', 'lib', 'plugins', 'scripts', 'manifests', 'dist'])
+      for (const d of ['core', 'lib', 'plugins', 'scripts', 'manifests', 'ui', 'dist'])
         fs.cpSync(path.join(REPO_ROOT, d), path.join(copy, d), { recursive: true, preserveTimestamps: true });
       for (const f of ['package.json', 'tsconfig.json']) fs.cpSync(path.join(REPO_ROOT, f), path.join(copy, f), { preserveTimestamps: true });
       fs.symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(copy, 'node_modules'));
