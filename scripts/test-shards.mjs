@@ -26,7 +26,9 @@ const SHARDS = [
   // The testbed areas build hosts in network namespaces of their own, from inside this shard's namespace.
   // Here: this shard ended 3-4 minutes before the others without them (591 s run).
   ['test/apps', 'test/contract', 'test/node', 'test/network', 'test/testbed'],
-  ['test/explorer', 'test/volumes'],
+  // The web interface's browser tests (about 3 min of wall, chromium and two nodes) here: the network and
+  // testbed areas left this shard, which then had the time to spare.
+  ['test/explorer', 'test/volumes', 'test/ui'],
   ['test/deployer', 'test/attack', 'test/cli', 'test/tenants/mounts.test.ts', 'test/tenants/test-installs.test.ts', 'test/tenants/exec-output.test.ts'],
   ['test/peers', 'test/filesync', 'test/core', 'test/daemon', 'test/benchmark', 'test/identity', 'test/explorer/kill.test.ts', 'test/tenants'],
   // The placement scenarios (five hosts with a dockerd each, about 5.5 minutes, most of it waiting out a
