@@ -333,7 +333,36 @@ function bundleUi(esbuildPath, out) {
     if (f.name.startsWith('app-') && f.name.endsWith('.js')) index.js.push(f.name);
     else if (f.name.startsWith('app-') && f.name.endsWith('.css')) index.css.push(f.name);
   }
+  index.preload = preloads(res.metafile, assets);
   fs.writeFileSync(path.join(out, 'ui', 'index.json'), JSON.stringify(index) + '\n');
+}
+
+/**
+ * The chunks the first page needs, for `<link rel="modulepreload">` in the index: the entry's static
+ * imports and the home page's chunk (UI_HOME) with its own. Without them the browser finds each only
+ * after the file importing it has arrived: two more round trips before the first page shows.
+ */
+const UI_HOME = 'ui/pages/node.tsx';
+function preloads(metafile, assets) {
+  const outputs = metafile.outputs;
+  const byFile = (f) => path.basename(f);
+  const found = new Set();
+  const walk = (out) => {
+    for (const imp of outputs[out]?.imports ?? []) {
+      if (imp.kind !== 'import-statement' || found.has(imp.path)) continue;
+      found.add(imp.path);
+      walk(imp.path);
+    }
+  };
+  for (const [out, o] of Object.entries(outputs)) {
+    if (!out.endsWith('.js')) continue;
+    const entry = o.entryPoint && path.relative(ROOT, path.resolve(ROOT, o.entryPoint));
+    if (entry === UI_ENTRY || entry === UI_HOME) {
+      if (entry === UI_HOME) found.add(out);
+      walk(out);
+    }
+  }
+  return [...found].map(byFile).filter((f) => fs.existsSync(path.join(assets, f)));
 }
 
 /** `from "./x.ts"`, `import "../x.ts"`, `import("./x.ts")` (and .mts, .cts) as esbuild prints them. */

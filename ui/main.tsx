@@ -3,4 +3,7 @@ import './style.css';
 import { render } from 'preact';
 import { App } from './app.tsx';
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+// The index's loading line is painted before this script runs; the app replaces it.
+root.textContent = '';
+render(<App />, root);

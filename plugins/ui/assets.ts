@@ -22,13 +22,15 @@ export interface BuiltUi {
   assets: Map<string, Asset>;
   js: string[];
   css: string[];
+  /** Chunks the first page imports, announced in the index so they load at once. */
+  preload: string[];
 }
 
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 
 /** The build's files, or null when there is none (a checkout not built: the page says how to build). */
 export function loadBuiltUi(dir = BUILT_UI_DIR): BuiltUi | null {
-  let index: { js: string[]; css: string[]; files?: string[] };
+  let index: { js: string[]; css: string[]; files?: string[]; preload?: string[] };
   try {
     index = JSON.parse(fs.readFileSync(path.join(dir, 'index.json'), 'utf8'));
   } catch {
@@ -45,5 +47,5 @@ export function loadBuiltUi(dir = BUILT_UI_DIR): BuiltUi | null {
     }
     assets.set(name, { body: fs.readFileSync(file), gzip, type: TYPES[path.extname(name)] ?? 'application/octet-stream' });
   }
-  return { assets, js: index.js, css: index.css };
+  return { assets, js: index.js, css: index.css, preload: (index.preload ?? []).filter((f) => assets.has(f)) };
 }

@@ -66,9 +66,10 @@ export function indexHtml(ui: BuiltUi | null, api?: ApiOrigin): string {
     '<link rel="icon" href="/ui/assets/icon.svg">',
     ...(ui?.css ?? []).map((f) => `<link rel="stylesheet" href="/ui/assets/${escapeAttr(f)}">`),
     ...(ui?.js ?? []).map((f) => `<script type="module" src="/ui/assets/${escapeAttr(f)}"></script>`),
+    ...(ui?.preload ?? []).map((f) => `<link rel="modulepreload" href="/ui/assets/${escapeAttr(f)}">`),
   ];
   const body = ui
-    ? '<div id="app"></div><noscript>This page needs JavaScript. The node\'s API answers JSON at /core/version and the other routes.</noscript>'
+    ? '<div id="app"><p class="boot">Loading the node\'s web interface…</p></div><noscript>This page needs JavaScript. The node\'s API answers JSON at /core/version and the other routes.</noscript>'
     : '<main><h1>The web interface is not built</h1><p>Run <code>npm run build</code> (or <code>npm ci</code>) in the node\'s folder.</p></main>';
   return `<!doctype html>\n<html lang="en"><head>${head.join('')}</head><body>${body}</body></html>\n`;
 }

@@ -5,6 +5,7 @@
  * Heights and peers are read every 5 s; a DOS change arrives at once from the event stream.
  */
 import type { ComponentChildren } from 'preact';
+import { useEffect } from 'preact/hooks';
 import { useSession } from '../app.tsx';
 import { ConfirmAction } from '../parts/confirm.tsx';
 import { Facts, Part, Section, duration, text } from '../parts/show.tsx';
@@ -104,6 +105,10 @@ export default function NodePage() {
   useEvents(['dos:changed'], () => dos.refresh());
   const actions = ACTIONS.filter((a) => allows(a.level, privilege));
   const live = chain.data !== undefined || health.data !== undefined;
+  // A user-timing mark when the node's data first shows (npm run bench:ui reads it).
+  useEffect(() => {
+    if (live && performance.getEntriesByName('corenode:live').length === 0) performance.mark('corenode:live');
+  }, [live]);
 
   return (
     <div data-live={live ? 'true' : 'false'}>
