@@ -152,6 +152,33 @@ describe('ui: pages in a browser against real nodes', function () {
     await n.page.close();
   });
 
+  it('every control of the node page (as the operator) and the login page is reached with Tab and has a name', async () => {
+    for (const [path, as] of [
+      ['/node', admin],
+      ['/login', null],
+    ] as const) {
+      const { page } = await open(path, as);
+      await (path === '/node' ? page.locator('[data-admin-action]').first() : page.locator('#login-phrase')).waitFor();
+      const controls = await page.evaluate(() =>
+        [...document.querySelectorAll('a[href], button:not([disabled]), input, textarea, select')].filter((e) => !e.closest('dialog') && (e as HTMLElement).offsetParent !== null).length,
+      );
+      const reached = new Set<string>();
+      for (let i = 0; i < controls + 2; i++) {
+        await page.keyboard.press('Tab');
+        const d = await page.evaluate(() => {
+          const e = document.activeElement as HTMLElement;
+          const name = e.getAttribute('aria-label') || (e as HTMLInputElement).labels?.[0]?.textContent || e.textContent || '';
+          return { key: `${e.tagName}#${e.id}:${name.trim()}:${[...document.querySelectorAll('*')].indexOf(e)}`, name: name.trim(), tag: e.tagName };
+        });
+        if (d.tag === 'BODY') continue;
+        assert.ok(d.name, `a control without a name: ${d.key}`);
+        reached.add(d.key);
+      }
+      assert.ok(reached.size >= controls, `${path}: ${reached.size} of ${controls} controls reached by Tab`);
+      await page.close();
+    }
+  });
+
   it('the explorer page shows the balance, unspent outputs and transactions of an address', async () => {
     const { page } = await open('/explorer', null);
     await page.getByLabel('Address').fill(ltc.miner);
