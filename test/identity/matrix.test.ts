@@ -103,15 +103,19 @@ async function prepare(): Promise<{ manifestsDir: string; config: Record<string,
   return { manifestsDir: dir, config, skipped };
 }
 
-/** Fill path parameters (the app parameter names the test app), keeping `/:x?` segments. */
-function fillPath(p: string, appParam: string): string {
-  return p.replace(/:([A-Za-z][A-Za-z0-9_]*)\??/g, (_, name) => (name === appParam ? APP : 'x1'));
+/**
+ * Fill path parameters (the app parameter names the test app; a parameter whose schema gives `examples`
+ * takes the first, e.g. a file name of a fixed form), keeping `/:x?` segments.
+ */
+function fillPath(p: string, appParam: string, params?: object): string {
+  const props = ((params as { properties?: Record<string, { examples?: unknown[] }> } | undefined)?.properties ?? {});
+  return p.replace(/:([A-Za-z][A-Za-z0-9_]*)\??/g, (_, name) => (name === appParam ? APP : String(props[name]?.examples?.[0] ?? 'x1')));
 }
 
 function requestFor(r: BoundRoute, header: string | undefined): { url: string; init: RequestInit } {
   const s = r.spec;
   const headers: Record<string, string> = header ? { legacyidauth: header } : {};
-  let url = fillPath(s.path, s.appParam);
+  let url = fillPath(s.path, s.appParam, s.params);
   if (s.query !== false && !s.path.includes(`:${s.appParam}`)) url += `?${s.appParam}=${APP}`;
   const init: RequestInit = { method: s.method, headers };
   if (s.method === 'POST' && s.body.parser !== 'none') {
