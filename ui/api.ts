@@ -52,3 +52,22 @@ export async function call<T = unknown>(path: string, opts: CallOptions = {}): P
   if (failure.code === 401 && s && !opts.anonymous) session.check();
   throw failure;
 }
+
+/**
+ * A route answering newline-delimited JSON progress (remove, redeploy): the last line says how it ended,
+ * `{status: 'success'|'error', data}`; a refusal before the stream starts is an ordinary envelope.
+ */
+export async function callProgress(path: string): Promise<unknown> {
+  const s = session.get();
+  const res = await fetch(apiBase + path, { headers: s ? { legacyidauth: s.header } : {} });
+  const lines = (await res.text()).split('\n').filter(Boolean);
+  let last: { status?: string; data?: any } | undefined;
+  try {
+    last = JSON.parse(lines[lines.length - 1] ?? 'null');
+  } catch {
+    throw new ApiFailure(res.status, 'HttpError', `The node answered HTTP ${res.status}`);
+  }
+  if (last?.status === 'success') return typeof last.data === 'string' ? last.data : 'Done';
+  const d = last?.data ?? {};
+  throw new ApiFailure(d.code ?? res.status, d.name ?? 'Error', d.message ?? (typeof d === 'string' ? d : `The node answered HTTP ${res.status}`));
+}

@@ -26,6 +26,8 @@ export interface PageDef {
 export const PAGES: PageDef[] = [
   { path: '/node', title: 'Node', level: 'public', load: () => import('./pages/node.tsx') },
   { path: '/network', title: 'Network', level: 'public', load: () => import('./pages/network.tsx') },
+  { path: '/apps', title: 'Apps', level: 'public', load: () => import('./pages/apps.tsx') },
+  { path: '/apps/manage/:name', title: 'App', level: 'public', nav: false, load: () => import('./pages/app.tsx') },
   { path: '/explorer', title: 'Explorer', level: 'public', load: () => import('./pages/explorer.tsx') },
   { path: '/login', title: 'Log in', level: 'public', nav: false, load: () => import('./pages/login.tsx') },
 ];

@@ -11,10 +11,12 @@ export interface ActionProps {
   explain: string;
   path: string;
   method?: 'GET' | 'POST';
+  /** How to call it, when not `call(path)` (a route answering a progress stream). */
+  run?: () => Promise<unknown>;
   onDone?: (data: unknown) => void;
 }
 
-export function ConfirmAction({ label, explain, path, method = 'GET', onDone }: ActionProps) {
+export function ConfirmAction({ label, explain, path, method = 'GET', run: runIt, onDone }: ActionProps) {
   const dialog = useRef<HTMLDialogElement>(null);
   const [status, setStatus] = useState<{ ok: boolean; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
@@ -24,7 +26,7 @@ export function ConfirmAction({ label, explain, path, method = 'GET', onDone }: 
     setBusy(true);
     setStatus(null);
     try {
-      const data = await call(path, { method });
+      const data = runIt ? await runIt() : await call(path, { method });
       setStatus({ ok: true, text: typeof data === 'string' ? data : 'Done' });
       onDone?.(data);
     } catch (e) {
