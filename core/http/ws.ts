@@ -23,6 +23,17 @@ const TEXT: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
+/**
+ * A browser cannot set headers on a websocket, only subprotocols: the web interface offers
+ * `legacyidauth, <the header value base64url-encoded>` (tokens only). The server picks the first offered
+ * protocol (ws's default), `legacyidauth`, so the handshake succeeds; the session is never in the URL (logs).
+ */
+export function authFromProtocols(value: string | undefined): string | undefined {
+  const [name, encoded] = (value ?? '').split(',').map((p) => p.trim());
+  if (name !== 'legacyidauth' || !encoded || !/^[A-Za-z0-9_-]+$/.test(encoded)) return undefined;
+  return Buffer.from(encoded, 'base64url').toString('utf8');
+}
+
 export interface UpgradeDeps {
   table: () => RouteTable | null;
   ready: () => boolean;
@@ -52,7 +63,8 @@ export async function handleUpgrade(deps: UpgradeDeps, req: http.IncomingMessage
     if (r.spec.removed) return refuse(410);
     if (deps.svc.pluginRefusal(r.spec.plugin)) return refuse(503);
     if (r.spec.gate && !deps.svc.gates.holds(r.spec.gate)) return refuse(503);
-    const caller = req.headers.legacyidauth ? await deps.auth.resolve(req.headers.legacyidauth) : ANONYMOUS;
+    const auth = req.headers.legacyidauth ?? authFromProtocols(req.headers['sec-websocket-protocol']);
+    const caller = auth ? await deps.auth.resolve(auth) : ANONYMOUS;
     const query = Object.fromEntries(url.searchParams);
     // The app the level is checked on is the one the handler gets (app-name.ts); two different ones: 400.
     let app: string | undefined;
