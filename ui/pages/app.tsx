@@ -1,13 +1,13 @@
 /**
  * One installed app: its components, their state, ports and resources; the lifecycle actions (start, stop,
  * restart, redeploy, remove), each behind a confirmation and shown only to the app's owner and the core team
- * (the routes' level, appownerabove; the node refuses anyone else anyway); each component's log with follow
- * and a terminal (loaded when opened).
+ * (the routes' level, appownerabove; the node refuses anyone else anyway); each component's CPU, memory and
+ * network charts, log with follow and terminal (loaded when opened).
  */
 import { Facts, Part, Section } from '../parts/show.tsx';
 import { ConfirmAction } from '../parts/confirm.tsx';
 import { Log } from '../parts/log.tsx';
-import { TerminalOpener } from '../parts/terminal-lazy.tsx';
+import { LazyCharts, TerminalOpener } from '../parts/lazy.tsx';
 import { componentsOf, mayManage, stateOf, type Container, type InstalledApp } from '../parts/apps.ts';
 import { callProgress } from '../api.ts';
 import { useApi, useEvents } from '../live.ts';
@@ -93,6 +93,8 @@ export default function AppPage({ params }: PageProps) {
               {mayManage(app, s) &&
                 comps.map((c) => (
                   <Section key={c.target} title={`Component ${c.name}`} id={`sec-comp-${c.name}`}>
+                    <h3>Resources, last hour</h3>
+                    <LazyCharts target={c.target} />
                     <h3>Log</h3>
                     <Log target={c.target} />
                     <h3>Terminal</h3>
