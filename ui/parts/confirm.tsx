@@ -27,7 +27,8 @@ export function ConfirmAction({ label, explain, path, method = 'GET', run: runIt
     setStatus(null);
     try {
       const data = runIt ? await runIt() : await call(path, { method });
-      setStatus({ ok: true, text: typeof data === 'string' ? data : 'Done' });
+      const message = (data as { message?: unknown } | null)?.message;
+      setStatus({ ok: true, text: typeof data === 'string' ? data : typeof message === 'string' ? message : 'Done' });
       onDone?.(data);
     } catch (e) {
       setStatus({ ok: false, text: (e as Error).message });
