@@ -19,6 +19,41 @@ function protocols(): string[] {
   return ['legacyidauth', btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')];
 }
 
+/**
+ * xterm writes its theme and cell sizes into <style> elements it creates, which the page's policy
+ * (style-src 'self') blocks. While `run` opens the terminal, a <style> asked of the document is an inert
+ * <template> whose text goes into a constructed stylesheet adopted by the document instead (CSSOM, which
+ * the policy allows); removing the element drops the sheet.
+ */
+function withAdoptedStyles(run: () => void) {
+  const doc = document;
+  const create = doc.createElement;
+  doc.createElement = function (this: Document, tag: string, opts?: ElementCreationOptions) {
+    if (String(tag).toLowerCase() !== 'style') return create.call(this, tag, opts);
+    const el = create.call(this, 'template', opts);
+    const sheet = new CSSStyleSheet();
+    let text = '';
+    doc.adoptedStyleSheets = [...doc.adoptedStyleSheets, sheet];
+    Object.defineProperty(el, 'textContent', {
+      get: () => text,
+      set: (v: string) => {
+        text = String(v ?? '');
+        sheet.replaceSync(text);
+      },
+    });
+    el.remove = () => {
+      Element.prototype.remove.call(el);
+      doc.adoptedStyleSheets = doc.adoptedStyleSheets.filter((x) => x !== sheet);
+    };
+    return el;
+  } as typeof doc.createElement;
+  try {
+    run();
+  } finally {
+    doc.createElement = create;
+  }
+}
+
 /** Columns and rows that fit the element at xterm's cell size (no fit addon: one division). */
 function fit(term: Terminal, el: HTMLElement) {
   const cell = el.querySelector<HTMLElement>('.xterm-rows > div');
@@ -35,7 +70,7 @@ export default function AppTerminal({ target }: { target: string }) {
   useEffect(() => {
     const el = box.current!;
     const term = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 14, scrollback: 2000, screenReaderMode: true });
-    term.open(el);
+    withAdoptedStyles(() => term.open(el));
     const ws = new WebSocket(wsUrl(`/ws/apps/exec/${encodeURIComponent(target)}`), protocols());
     const send = (f: unknown) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(f));
     const resize = () => {
