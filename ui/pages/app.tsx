@@ -47,8 +47,8 @@ export default function AppPage({ params }: PageProps) {
                 />
               </Section>
               <Section title="Components" id="sec-components">
-                <div class="table-wrap">
-                  <table aria-label="Components">
+                <div class="table-wrap" tabIndex={0} role="region" aria-label="Components, scrolls sideways">
+                  <table class="words" aria-label="Components">
                     <thead>
                       <tr>
                         <th scope="col">Component</th>

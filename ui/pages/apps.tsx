@@ -27,8 +27,8 @@ export default function AppsPage() {
             apps.length === 0 ? (
               <p class="muted">No apps are installed on this node.</p>
             ) : (
-              <div class="table-wrap">
-                <table aria-label="Installed apps">
+              <div class="table-wrap" tabIndex={0} role="region" aria-label="Installed apps, scrolls sideways">
+                <table class="words" aria-label="Installed apps">
                   <thead>
                     <tr>
                       <th scope="col">App</th>

@@ -27,7 +27,7 @@ function Chart({ title, unit, x, series }: { title: string; unit: string; x: num
       legend: { show: false },
       cursor: { show: false },
       scales: { x: { time: true } },
-      axes: [{ stroke: 'currentColor' }, { stroke: 'currentColor', size: 60, values: (_u, v) => v.map((n) => `${+n.toFixed(2)} ${unit}`) }],
+      axes: [{ stroke: 'currentColor' }, { stroke: 'currentColor', size: 80, values: (_u, v) => v.map((n) => `${+n.toFixed(2)} ${unit}`) }],
       series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 2 }))],
     };
     const d: uPlot.AlignedData = [x.map((t) => t / 1000), ...series.map((s) => s.values)];
