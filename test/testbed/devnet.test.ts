@@ -29,10 +29,17 @@ interface DevnetInfo {
   image: string | null;
 }
 
+/**
+ * Devnets still running: a test that timed out while its devnet was starting never reached its own
+ * interrupt, and in a fresh-clone run that left the chain and the nodes running in their namespaces.
+ */
+const running = new Set<() => Promise<void>>();
+
 /** `npm run devnet -- <args>` in a process group of its own; resolves with its JSON line. */
 async function startDevnet(args: string[]) {
   const child = spawn('npm', ['run', 'devnet', '--', ...args, '--json'], { cwd: REPO_ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  void exited.then(() => running.delete(interrupt));
   const log = { err: '' };
   child.stderr!.on('data', (d) => (log.err += d));
   /** Ctrl-C: SIGINT to the whole foreground group (npm, tsx, the devnet); resolves once npm is gone. */
@@ -40,6 +47,7 @@ async function startDevnet(args: string[]) {
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGINT');
     await exited;
   };
+  running.add(interrupt);
   try {
     const info = await new Promise<DevnetInfo>((resolve, reject) => {
       let out = '';
@@ -83,6 +91,9 @@ async function assertGone(info: DevnetInfo, log: { err: string }) {
 }
 
 describe('testbed: npm run devnet', function () {
+  afterEach(async () => {
+    for (const stop of [...running]) await stop();
+  });
   // A devnet's cold start (tsx, a chain, node processes in namespaces) took over 90 s in a fresh-clone run
   // whose placement shard started its five hosts and dockerds at the same moment; alone it takes 10-20 s.
   this.timeout(180_000);
