@@ -14,6 +14,7 @@ import { useApi, useEvents } from '../live.ts';
 import { useSession } from '../app.tsx';
 import type { PageProps } from '../pages.ts';
 import { APP_EVENTS } from './apps.tsx';
+import { Table } from '../parts/table.tsx';
 
 export default function AppPage({ params }: PageProps) {
   const name = params.name;
@@ -47,39 +48,24 @@ export default function AppPage({ params }: PageProps) {
                 />
               </Section>
               <Section title="Components" id="sec-components">
-                <div class="table-wrap" tabIndex={0} role="region" aria-label="Components, scrolls sideways">
-                  <table class="words" aria-label="Components">
-                    <thead>
-                      <tr>
-                        <th scope="col">Component</th>
-                        <th scope="col">Image</th>
-                        <th scope="col">State</th>
-                        <th scope="col">Ports</th>
-                        <th scope="col">CPU</th>
-                        <th scope="col">Memory</th>
-                        <th scope="col">Disk</th>
+                <Table label="Components" words columns={['Component', 'Image', 'State', 'Ports', 'CPU', 'Memory', 'Disk']}>
+                  {comps.map((c) => {
+                    const state = stateOf(c, running.data);
+                    return (
+                      <tr key={c.container} data-component={c.name}>
+                        <td>{c.name}</td>
+                        <td>{c.repotag}</td>
+                        <td class={state === 'running' ? 'ok' : 'bad'} data-field="state">
+                          {state}
+                        </td>
+                        <td>{(c.ports ?? []).join(', ') || '–'}</td>
+                        <td>{c.cpu ?? '–'}</td>
+                        <td>{c.ram !== undefined ? `${c.ram} MB` : '–'}</td>
+                        <td>{c.hdd !== undefined ? `${c.hdd} GB` : '–'}</td>
                       </tr>
-                    </thead>
-                    <tbody>
-                      {comps.map((c) => {
-                        const state = stateOf(c, running.data);
-                        return (
-                          <tr key={c.container} data-component={c.name}>
-                            <td>{c.name}</td>
-                            <td>{c.repotag}</td>
-                            <td class={state === 'running' ? 'ok' : 'bad'} data-field="state">
-                              {state}
-                            </td>
-                            <td>{(c.ports ?? []).join(', ') || '–'}</td>
-                            <td>{c.cpu ?? '–'}</td>
-                            <td>{c.ram !== undefined ? `${c.ram} MB` : '–'}</td>
-                            <td>{c.hdd !== undefined ? `${c.hdd} GB` : '–'}</td>
-                          </tr>
-                        );
-                      })}
-                    </tbody>
-                  </table>
-                </div>
+                    );
+                  })}
+                </Table>
               </Section>
               {mayManage(app, s) && (
                 <Section title="Actions" id="sec-lifecycle">

@@ -6,6 +6,7 @@
 import { Part, Section } from '../parts/show.tsx';
 import { componentsOf, stateOf, type Container, type InstalledApp } from '../parts/apps.ts';
 import { useApi, useEvents, useStreamState } from '../live.ts';
+import { Table } from '../parts/table.tsx';
 
 export const APP_EVENTS = ['apps.running', 'apps.stopped', 'apps.installed', 'apps.removed', 'apps.redeployed'];
 
@@ -27,41 +28,26 @@ export default function AppsPage() {
             apps.length === 0 ? (
               <p class="muted">No apps are installed on this node.</p>
             ) : (
-              <div class="table-wrap" tabIndex={0} role="region" aria-label="Installed apps, scrolls sideways">
-                <table class="words" aria-label="Installed apps">
-                  <thead>
-                    <tr>
-                      <th scope="col">App</th>
-                      <th scope="col">Component</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Ports</th>
-                      <th scope="col">CPU</th>
-                      <th scope="col">Memory</th>
-                      <th scope="col">Disk</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {apps.flatMap((app) =>
-                      componentsOf(app).map((c, i) => {
-                        const state = stateOf(c, running.data);
-                        return (
-                          <tr key={c.container} data-app={app.name} data-component={c.name}>
-                            <td>{i === 0 ? <a href={`#/apps/manage/${encodeURIComponent(app.name)}`}>{app.name}</a> : ''}</td>
-                            <td>{c.name}</td>
-                            <td class={state === 'running' ? 'ok' : 'bad'} data-field="state">
-                              {state}
-                            </td>
-                            <td>{(c.ports ?? []).join(', ') || '–'}</td>
-                            <td>{c.cpu ?? '–'}</td>
-                            <td>{c.ram !== undefined ? `${c.ram} MB` : '–'}</td>
-                            <td>{c.hdd !== undefined ? `${c.hdd} GB` : '–'}</td>
-                          </tr>
-                        );
-                      }),
-                    )}
-                  </tbody>
-                </table>
-              </div>
+              <Table label="Installed apps" words columns={['App', 'Component', 'State', 'Ports', 'CPU', 'Memory', 'Disk']}>
+                {apps.flatMap((app) =>
+                  componentsOf(app).map((c, i) => {
+                    const state = stateOf(c, running.data);
+                    return (
+                      <tr key={c.container} data-app={app.name} data-component={c.name}>
+                        <td>{i === 0 ? <a href={`#/apps/manage/${encodeURIComponent(app.name)}`}>{app.name}</a> : ''}</td>
+                        <td>{c.name}</td>
+                        <td class={state === 'running' ? 'ok' : 'bad'} data-field="state">
+                          {state}
+                        </td>
+                        <td>{(c.ports ?? []).join(', ') || '–'}</td>
+                        <td>{c.cpu ?? '–'}</td>
+                        <td>{c.ram !== undefined ? `${c.ram} MB` : '–'}</td>
+                        <td>{c.hdd !== undefined ? `${c.hdd} GB` : '–'}</td>
+                      </tr>
+                    );
+                  }),
+                )}
+              </Table>
             )
           }
         </Part>

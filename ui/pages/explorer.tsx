@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { Part, Section } from '../parts/show.tsx';
 import { useApi } from '../live.ts';
+import { Table } from '../parts/table.tsx';
 
 interface Utxo {
   txid: string;
@@ -50,28 +51,17 @@ export default function ExplorerPage() {
                 list.length === 0 ? (
                   <p class="muted">None.</p>
                 ) : (
-                  <div class="table-wrap">
-                    <table aria-label="Unspent outputs">
-                      <thead>
-                        <tr>
-                          <th scope="col">Output</th>
-                          <th scope="col">Height</th>
-                          <th scope="col">Amount</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {list.map((u) => (
-                          <tr key={`${u.txid}:${u.vout}`} data-utxo>
-                            <td class="phrase">
-                              {u.txid}:{u.vout}
-                            </td>
-                            <td>{u.height}</td>
-                            <td>{coins(u.satoshis)}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
+                  <Table label="Unspent outputs" columns={['Output', 'Height', 'Amount']}>
+                    {list.map((u) => (
+                      <tr key={`${u.txid}:${u.vout}`} data-utxo>
+                        <td class="phrase">
+                          {u.txid}:{u.vout}
+                        </td>
+                        <td>{u.height}</td>
+                        <td>{coins(u.satoshis)}</td>
+                      </tr>
+                    ))}
+                  </Table>
                 )
               }
             </Part>
@@ -82,24 +72,14 @@ export default function ExplorerPage() {
                 t.transactions.length === 0 ? (
                   <p class="muted">None.</p>
                 ) : (
-                  <div class="table-wrap">
-                    <table aria-label="Transactions">
-                      <thead>
-                        <tr>
-                          <th scope="col">Transaction</th>
-                          <th scope="col">Height</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {t.transactions.map((x) => (
-                          <tr key={x.txid} data-tx>
-                            <td class="phrase">{x.txid}</td>
-                            <td>{x.height}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
+                  <Table label="Transactions" columns={['Transaction', 'Height']}>
+                    {t.transactions.map((x) => (
+                      <tr key={x.txid} data-tx>
+                        <td class="phrase">{x.txid}</td>
+                        <td>{x.height}</td>
+                      </tr>
+                    ))}
+                  </Table>
                 )
               }
             </Part>

@@ -6,6 +6,7 @@
 import { useState } from 'preact/hooks';
 import { Facts, Part, Section, text } from '../parts/show.tsx';
 import { useApi, useEvents, useStreamState } from '../live.ts';
+import { Table } from '../parts/table.tsx';
 
 interface Topology {
   reporters?: number;
@@ -63,26 +64,15 @@ export default function NetworkPage() {
                 <p>
                   {text(t.reporters)} reporting nodes, {text(t.knownPeers)} known peers.
                 </p>
-                <div class="table-wrap">
-                  <table aria-label="Topology">
-                    <thead>
-                      <tr>
-                        <th scope="col">Node</th>
-                        <th scope="col">Outbound</th>
-                        <th scope="col">Inbound</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {Object.entries(t.topology ?? {}).map(([node, l]) => (
-                        <tr key={node}>
-                          <td>{node}</td>
-                          <td>{(l.outbound ?? []).join(', ')}</td>
-                          <td>{(l.inbound ?? []).join(', ')}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
+                <Table label="Topology" columns={['Node', 'Outbound', 'Inbound']}>
+                  {Object.entries(t.topology ?? {}).map(([node, l]) => (
+                    <tr key={node}>
+                      <td>{node}</td>
+                      <td>{(l.outbound ?? []).join(', ')}</td>
+                      <td>{(l.inbound ?? []).join(', ')}</td>
+                    </tr>
+                  ))}
+                </Table>
               </>
             )}
           </Part>
@@ -94,26 +84,15 @@ export default function NetworkPage() {
             list.length === 0 ? (
               <p class="muted">No app locations known.</p>
             ) : (
-              <div class="table-wrap">
-                <table aria-label="App locations">
-                  <thead>
-                    <tr>
-                      <th scope="col">App</th>
-                      <th scope="col">Node</th>
-                      <th scope="col">Announced</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {list.map((l) => (
-                      <tr key={`${l.name}@${l.ip}`}>
-                        <td>{l.name}</td>
-                        <td>{l.ip}</td>
-                        <td>{l.broadcastedAt ? new Date(l.broadcastedAt).toLocaleString() : '–'}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <Table label="App locations" columns={['App', 'Node', 'Announced']}>
+                {list.map((l) => (
+                  <tr key={`${l.name}@${l.ip}`}>
+                    <td>{l.name}</td>
+                    <td>{l.ip}</td>
+                    <td>{l.broadcastedAt ? new Date(l.broadcastedAt).toLocaleString() : '–'}</td>
+                  </tr>
+                ))}
+              </Table>
             )
           }
         </Part>

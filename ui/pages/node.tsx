@@ -11,6 +11,7 @@ import { ConfirmAction } from '../parts/confirm.tsx';
 import { Facts, Part, Section, duration, text } from '../parts/show.tsx';
 import { useApi, useEvents, useStreamState, type Loaded } from '../live.ts';
 import { allows, type Level } from '../session.ts';
+import { Table } from '../parts/table.tsx';
 
 const EVERY = 5000;
 
@@ -42,24 +43,14 @@ function Peers({ of, label }: { of: Loaded<PeerInfo[]>; label: string }) {
         list.length === 0 ? (
           <p class="muted">No {label.toLowerCase()} peers.</p>
         ) : (
-          <div class="table-wrap">
-            <table aria-label={`${label} peers`}>
-              <thead>
-                <tr>
-                  <th scope="col">Address</th>
-                  <th scope="col">Round trip</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((p) => (
-                  <tr key={`${p.ip}:${p.port}`}>
-                    <td>{p.port ? `${p.ip}:${p.port}` : p.ip}</td>
-                    <td>{typeof p.latency === 'number' && p.latency >= 0 ? `${Math.round(p.latency)} ms` : '–'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table label={`${label} peers`} columns={['Address', 'Round trip']}>
+            {list.map((p) => (
+              <tr key={`${p.ip}:${p.port}`}>
+                <td>{p.port ? `${p.ip}:${p.port}` : p.ip}</td>
+                <td>{typeof p.latency === 'number' && p.latency >= 0 ? `${Math.round(p.latency)} ms` : '–'}</td>
+              </tr>
+            ))}
+          </Table>
         )
       }
     </Part>
@@ -181,30 +172,17 @@ export default function NodePage() {
               <p>
                 {h.healthy ? <span class="ok">Healthy</span> : <span class="bad">Unhealthy: login phrases are refused</span>}
               </p>
-              <div class="table-wrap">
-                <table aria-label="Health checks">
-                  <thead>
-                    <tr>
-                      <th scope="col">Check</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Required</th>
-                      <th scope="col">If it fails, it blocks</th>
-                      <th scope="col">Message</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {h.checks.map((c) => (
-                      <tr key={c.name} data-check={c.name}>
-                        <td>{c.name}</td>
-                        <td class={c.ok ? 'ok' : 'bad'}>{c.ok ? 'ok' : 'failing'}</td>
-                        <td>{c.required ? 'yes' : 'no'}</td>
-                        <td>{blocks(c)}</td>
-                        <td>{text(c.message)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <Table label="Health checks" columns={['Check', 'State', 'Required', 'If it fails, it blocks', 'Message']}>
+                {h.checks.map((c) => (
+                  <tr key={c.name} data-check={c.name}>
+                    <td>{c.name}</td>
+                    <td class={c.ok ? 'ok' : 'bad'}>{c.ok ? 'ok' : 'failing'}</td>
+                    <td>{c.required ? 'yes' : 'no'}</td>
+                    <td>{blocks(c)}</td>
+                    <td>{text(c.message)}</td>
+                  </tr>
+                ))}
+              </Table>
             </>
           )}
         </Part>
